@@ -1,0 +1,1 @@
+"""Engines find the datasets consistent with a release. They are pure: no files, no terminal."""

@@ -1,0 +1,288 @@
+"""Exact reconstruction with CP-SAT: find, enumerate, certain facts, explain infeasibility.
+
+Every conclusion here rests on a solver status: OPTIMAL/FEASIBLE with a witness for
+existence, INFEASIBLE for impossibility. A time limit gives ``unknown``, never a guess.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from ortools.sat.python import cp_model
+
+from statrecon.release.known import KnownData
+from statrecon.release.model import Release
+from statrecon.release.schema import ColumnType
+from statrecon.engines.record_model import RecordModel
+from statrecon.result import CertainRow, ReconstructionResult, Row
+
+Dataset = tuple[tuple[int, ...], ...]
+
+
+@dataclass(frozen=True)
+class ExactOptions:
+    """How hard to look.
+
+    ``limit`` caps the enumeration; ``time_limit`` (seconds) caps the whole call;
+    ``keep_solutions`` caps how many enumerated datasets are returned (None: all).
+    ``symmetry_breaking`` orders interchangeable rows so each dataset is found once
+    (switch off only to measure what it saves).
+    """
+
+    limit: int = 10_000
+    time_limit: float | None = None
+    keep_solutions: int | None = 10
+    symmetry_breaking: bool = True
+    workers: int = 1
+    seed: int = 0
+
+
+class _Deadline:
+    def __init__(self, seconds: float | None) -> None:
+        self.end = None if seconds is None else time.monotonic() + seconds
+
+    def left(self) -> float | None:
+        return None if self.end is None else max(0.0, self.end - time.monotonic())
+
+    @property
+    def expired(self) -> bool:
+        left = self.left()
+        return left is not None and left <= 0.0
+
+
+def _solver(options: ExactOptions, deadline: _Deadline, workers: int | None = None
+            ) -> cp_model.CpSolver:
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = workers or options.workers
+    solver.parameters.random_seed = options.seed
+    left = deadline.left()
+    if left is not None:
+        solver.parameters.max_time_in_seconds = max(left, 0.001)
+    return solver
+
+
+class _Collector(cp_model.CpSolverSolutionCallback):
+    def __init__(self, rm: RecordModel, limit: int) -> None:
+        super().__init__()
+        self.rm = rm
+        self.limit = limit
+        self.found: dict[Dataset, None] = {}
+
+    def on_solution_callback(self) -> None:
+        self.found.setdefault(self.rm.dataset(self.value), None)
+        if len(self.found) >= self.limit:
+            self.stop_search()
+
+
+def enumerate_datasets(
+    release: Release, known: KnownData, options: ExactOptions | None = None
+) -> tuple[list[Dataset], bool, str]:
+    """All distinct datasets up to ``limit``: (datasets, complete, cp-sat status name)."""
+    options = options or ExactOptions()
+    deadline = _Deadline(options.time_limit)
+    rm = RecordModel(release, known, symmetry_breaking=options.symmetry_breaking)
+    return _enumerate(rm, options, deadline)
+
+
+def _enumerate(rm: RecordModel, options: ExactOptions, deadline: _Deadline
+               ) -> tuple[list[Dataset], bool, str]:
+    solver = _solver(options, deadline, workers=1)
+    solver.parameters.enumerate_all_solutions = True
+    collector = _Collector(rm, options.limit)
+    status = solver.solve(rm.model, collector)
+    datasets = list(collector.found)
+    complete = status in (cp_model.OPTIMAL, cp_model.INFEASIBLE) and len(datasets) < options.limit
+    return datasets, complete, solver.status_name(status)
+
+
+def reconstruct_exact(
+    release: Release, known: KnownData, options: ExactOptions | None = None
+) -> ReconstructionResult:
+    """Enumerate consistent datasets and prove what they all share."""
+    options = options or ExactOptions()
+    started = time.monotonic()
+    deadline = _Deadline(options.time_limit)
+    rm = RecordModel(release, known, symmetry_breaking=options.symmetry_breaking)
+    columns = tuple(c.name for c in rm.columns)
+    datasets, complete, status_name = _enumerate(rm, options, deadline)
+    base: dict[str, Any] = {
+        "columns": columns,
+        "ignored": list(rm.ignored),
+        "records": (rm.bounds.low, rm.bounds.high),
+    }
+
+    if not datasets:
+        if status_name == "INFEASIBLE":
+            conflict, minimal = explain_infeasibility(release, known, options, deadline)
+            return ReconstructionResult(
+                status="infeasible", complete=True, conflict=conflict, conflict_minimal=minimal,
+                certain_complete=True, elapsed_s=time.monotonic() - started, **base,
+            )
+        return ReconstructionResult(status="unknown", elapsed_s=time.monotonic() - started,
+                                    **base)
+
+    if complete:
+        status = "unique" if len(datasets) == 1 else "multiple"
+        certain = _intersection(datasets)
+        values = _values_seen(datasets, rm)
+        certain_complete = True
+    else:
+        status = "multiple" if len(datasets) >= 2 else "unknown"
+        certain, values, certain_complete = _prove_certain(release, known, options, deadline,
+                                                           datasets, rm)
+    keep = datasets if options.keep_solutions is None else datasets[: options.keep_solutions]
+    return ReconstructionResult(
+        status=status,
+        solution_count=len(datasets),
+        complete=complete,
+        solutions=[_decode(d, rm) for d in keep],
+        certain_rows=[CertainRow(_decode_row(t, rm), k) for t, k in sorted(certain.items())],
+        column_values={c: [rm.release.schema.column(c).decode(v) for v in sorted(vs)]
+                       for c, vs in values.items()},
+        certain_complete=certain_complete,
+        elapsed_s=time.monotonic() - started,
+        **base,
+    )
+
+
+def _decode_row(t: tuple[int, ...], rm: RecordModel) -> Row:
+    return {c.name: v if c.type is ColumnType.REAL else c.decode(v)
+            for c, v in zip(rm.columns, t, strict=True)}
+
+
+def _decode(d: Dataset, rm: RecordModel) -> list[Row]:
+    return [_decode_row(t, rm) for t in d]
+
+
+def _intersection(datasets: list[Dataset]) -> Counter[tuple[int, ...]]:
+    common = Counter(datasets[0])
+    for d in datasets[1:]:
+        common &= Counter(d)
+    return common
+
+
+def _values_seen(datasets: list[Dataset], rm: RecordModel) -> dict[str, set[int]]:
+    out: dict[str, set[int]] = {c.name: set() for c in rm.unknown}
+    index = {c.name: i for i, c in enumerate(rm.columns)}
+    for d in datasets:
+        for t in d:
+            for name in out:
+                out[name].add(t[index[name]])
+    return out
+
+
+def _prove_certain(
+    release: Release, known: KnownData, options: ExactOptions, deadline: _Deadline,
+    datasets: list[Dataset], rm0: RecordModel,
+) -> tuple[Counter[tuple[int, ...]], dict[str, set[int]], bool]:
+    """Certain rows and possible values by solver proofs, when enumeration did not finish."""
+    proven = True
+    index = {c.name: i for i, c in enumerate(rm0.columns)}
+    certain: Counter[tuple[int, ...]] = Counter()
+    for t, k in sorted(_intersection(datasets).items()):
+        rm = RecordModel(release, known, symmetry_breaking=options.symmetry_breaking)
+        copies = sum(rm._as_int(rm._and(rm.present[r], _row_equals(rm, r, t)))
+                     for r in range(rm.n))
+        rm.model.minimize(copies)
+        solver = _solver(options, deadline)
+        status = solver.solve(rm.model)
+        if status == cp_model.OPTIMAL:
+            least = round(solver.objective_value)
+            if least > 0:
+                certain[t] = min(k, least)
+        else:
+            proven = False
+    values = _values_seen(datasets, rm0)
+    for name in values:
+        col = release.schema.column(name)
+        while True:
+            if deadline.expired:
+                proven = False
+                break
+            rm = RecordModel(release, known, symmetry_breaking=options.symmetry_breaking)
+            lo, hi = rm._domain(col)
+            unseen = [v for v in range(lo, hi + 1) if v not in values[name]]
+            if not unseen:
+                break
+            news = []
+            for r in range(rm.n):
+                b = rm.model.new_bool_var("")
+                rm.model.add_linear_expression_in_domain(
+                    rm.x[r][name], cp_model.Domain.from_values(unseen)).only_enforce_if(b)
+                news.append(rm._and(rm.present[r], b))
+            rm.model.add_bool_or([b for b in news if b is not False] or [rm._false])
+            solver = _solver(options, deadline)
+            status = solver.solve(rm.model)
+            if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+                witness = rm.dataset(solver.value)
+                for row in witness:
+                    for other in values:
+                        values[other].add(row[index[other]])
+            elif status == cp_model.INFEASIBLE:
+                break
+            else:
+                proven = False
+                break
+    return certain, values, proven
+
+
+def _row_equals(rm: RecordModel, r: int, t: tuple[int, ...]) -> Any:
+    lits = []
+    for c, v in zip(rm.columns, t, strict=True):
+        x = rm.x[r][c.name]
+        if isinstance(x, int):
+            if x != v:
+                return False
+            continue
+        b = rm.model.new_bool_var("")
+        rm.model.add(x == v).only_enforce_if(b)
+        rm.model.add(x != v).only_enforce_if(~b)
+        lits.append(b)
+    return rm._conj(lits)
+
+
+def explain_infeasibility(
+    release: Release, known: KnownData, options: ExactOptions | None = None,
+    deadline: _Deadline | None = None,
+) -> tuple[list[str], bool]:
+    """A small set of statistics (and background facts) that cannot hold together.
+
+    CP-SAT returns a sufficient set of assumptions for infeasibility; a deletion pass then
+    drops every member whose removal keeps the set infeasible. The set is proven infeasible;
+    ``minimal`` is True only when every deletion test was decided by the solver.
+    """
+    options = options or ExactOptions()
+    deadline = deadline or _Deadline(options.time_limit)
+    rm = RecordModel(release, known, symmetry_breaking=options.symmetry_breaking, switches=True)
+    labels = {v.index: k for k, v in rm.switches.items()}
+
+    def check(active: list[str]) -> tuple[int, list[str]]:
+        rm.model.clear_assumptions()
+        rm.model.add_assumptions([rm.switches[a] for a in active])
+        solver = _solver(options, deadline, workers=1)
+        status = solver.solve(rm.model)
+        core: list[str] = []
+        if status == cp_model.INFEASIBLE:
+            core = [labels[i] for i in solver.sufficient_assumptions_for_infeasibility()]
+        return status, core
+
+    order = list(rm.switches)
+    status, core = check(order)
+    if status != cp_model.INFEASIBLE:
+        return [], False
+    conflict = [a for a in order if a in set(core)] or order
+    minimal = True
+    for label in list(conflict):
+        if label not in conflict:
+            continue
+        trial = [a for a in conflict if a != label]
+        status, core = check(trial)
+        if status == cp_model.INFEASIBLE:
+            keep = set(core) if core else set(trial)
+            conflict = [a for a in trial if a in keep] or trial
+        elif status != cp_model.FEASIBLE and status != cp_model.OPTIMAL:
+            minimal = False
+    return conflict, minimal

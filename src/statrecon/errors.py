@@ -1,0 +1,15 @@
+"""User-facing errors: anything the user can fix gets one of these, never a traceback."""
+
+from __future__ import annotations
+
+
+class StatreconError(Exception):
+    """A mistake in the user's input (release file, SQL, microdata, options).
+
+    The message is one line that names the place (file, line, statistic) and what is wrong.
+    The CLI prints it and exits with code 1.
+    """
+
+
+class ReleaseError(StatreconError):
+    """A release file or a statistic in it is malformed."""

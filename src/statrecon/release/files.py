@@ -1,0 +1,368 @@
+"""Read and write release files (YAML, version 1), with file:line in every error."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, field_validator
+
+from statrecon.errors import ReleaseError
+from statrecon.release.model import Constraint, RecordCount, Release, SuppressionRule
+from statrecon.release.schema import Column, ColumnType, Schema
+from statrecon.release.sql import parse_predicate, parse_query
+from statrecon.release.statistic import (
+    Aggregate,
+    Answer,
+    Bounded,
+    Empty,
+    Exact,
+    Noisy,
+    Statistic,
+    Suppressed,
+    fraction_of,
+    number_out,
+)
+
+Number = int | float
+NOISE_KINDS = ("gaussian", "laplace", "geometric", "uniform")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ColumnSpec(_Strict):
+    type: Literal["integer", "categorical", "real"]
+    min: Number | None = None
+    max: Number | None = None
+    values: list[StrictStr] | None = None
+    known: bool = False
+
+
+class RangeSpec(_Strict):
+    min: int = Field(ge=0)
+    max: int = Field(ge=0)
+
+
+class SuppressionSpec(_Strict):
+    max_count: int = Field(ge=0)
+    min_count: int = Field(default=0, ge=0)
+
+
+class StatisticSpec(_Strict):
+    id: StrictStr
+    sql: StrictStr
+    value: Number | None = None
+    error: Number | None = Field(default=None, ge=0)
+    suppressed: bool = False
+    noise: dict[str, float] | None = None
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _id_text(cls, v: Any) -> Any:
+        return str(v) if isinstance(v, int) and not isinstance(v, bool) else v
+
+
+class ReleaseSpec(_Strict):
+    version: Literal[1]
+    name: StrictStr = "release"
+    description: StrictStr | None = None
+    table: StrictStr = "t"
+    records: int | RangeSpec | None = None
+    public: StrictStr | None = None
+    columns: dict[str, ColumnSpec]
+    constraints: list[StrictStr] = []
+    suppression: SuppressionSpec | None = None
+    statistics: list[StatisticSpec] = []
+
+
+class _Lines:
+    """Maps a key path in the YAML document to its line number."""
+
+    def __init__(self, node: yaml.Node | None) -> None:
+        self.root = node
+
+    def line(self, path: tuple[Any, ...]) -> int | None:
+        node = self.root
+        best = node.start_mark.line + 1 if node is not None else None
+        for key in path:
+            child = None
+            if isinstance(node, yaml.MappingNode):
+                for k, v in node.value:
+                    if k.value == key:
+                        child = v if not isinstance(v, yaml.ScalarNode) else k
+                        break
+            elif isinstance(node, yaml.SequenceNode) and isinstance(key, int):
+                if 0 <= key < len(node.value):
+                    child = node.value[key]
+            if child is None:
+                break
+            node = child
+            best = node.start_mark.line + 1
+        return best
+
+
+def load_release(path: str | Path) -> Release:
+    """Read and validate a release file. Every problem raises ReleaseError naming file:line."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ReleaseError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ReleaseError(f"{path}: cannot read: {e}") from None
+    return parse_release(text, source=path)
+
+
+def parse_release(text: str, source: Path | None = None) -> Release:
+    where = str(source) if source else "<release>"
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark else ""
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise ReleaseError(f"{where}{line}: malformed YAML: {problem}") from None
+    lines = _Lines(node)
+    if not isinstance(data, dict):
+        raise ReleaseError(f"{where}:1: a release file is a YAML mapping (version, columns, ...)")
+    try:
+        spec = ReleaseSpec.model_validate(data)
+    except ValidationError as e:
+        err = e.errors()[0]
+        loc = tuple(err["loc"])
+        raise ReleaseError(
+            f"{where}:{lines.line(loc)}: {_describe_loc(loc, data)}: {_describe_error(err)}"
+        ) from None
+    return _build(spec, lines, where, source)
+
+
+def _describe_loc(loc: tuple[Any, ...], data: dict[str, Any]) -> str:
+    if len(loc) >= 2 and loc[0] == "statistics" and isinstance(loc[1], int):
+        stats = data.get("statistics") or []
+        sid = stats[loc[1]].get("id") if loc[1] < len(stats) and isinstance(
+            stats[loc[1]], dict) else None
+        head = f"statistic '{sid}'" if sid is not None else f"statistics[{loc[1]}]"
+        rest = ".".join(str(p) for p in loc[2:] if not str(p).startswith("function-"))
+        return f"{head}" + (f" field '{rest}'" if rest else "")
+    return ".".join(str(p) for p in loc if not str(p).startswith(("int", "function-")))
+
+
+def _describe_error(err: Any) -> str:
+    if err["type"] == "extra_forbidden":
+        return "unknown key (not part of release format version 1)"
+    if err["type"] == "string_type" and isinstance(err.get("input"), bool):
+        word = "yes" if err["input"] else "no"
+        return f"YAML read a bare {word}/true/false as a boolean; quote it, e.g. \"{word}\""
+    if err["type"] == "missing":
+        return "required key is missing"
+    return str(err["msg"])
+
+
+def _build(spec: ReleaseSpec, lines: _Lines, where: str, source: Path | None) -> Release:
+    def fail(path: tuple[Any, ...], msg: str) -> ReleaseError:
+        return ReleaseError(f"{where}:{lines.line(path)}: {msg}")
+
+    columns = []
+    for name, c in spec.columns.items():
+        loc = ("columns", name)
+        if not name.isidentifier():
+            raise fail(loc, f"column '{name}': names must be SQL identifiers")
+        if c.type == "categorical":
+            if not c.values:
+                raise fail(loc, f"column '{name}': categorical columns need 'values'")
+            if len(set(c.values)) != len(c.values):
+                raise fail(loc, f"column '{name}': repeated values")
+            if c.min is not None or c.max is not None:
+                raise fail(loc, f"column '{name}': categorical columns take 'values', not min/max")
+        else:
+            if c.values is not None:
+                raise fail(loc, f"column '{name}': 'values' is for categorical columns")
+            if not c.known and (c.min is None or c.max is None):
+                raise fail(loc, f"column '{name}': unknown {c.type} columns need min and max")
+            if c.min is not None and c.max is not None and c.min > c.max:
+                raise fail(loc, f"column '{name}': min {c.min} is above max {c.max}")
+            if c.type == "integer" and any(
+                v is not None and float(v) != int(v) for v in (c.min, c.max)
+            ):
+                raise fail(loc, f"column '{name}': integer bounds must be whole numbers")
+        columns.append(
+            Column(
+                name=name,
+                type=ColumnType(c.type),
+                min=c.min,
+                max=c.max,
+                values=tuple(c.values or ()),
+                known=c.known,
+            )
+        )
+    if not columns:
+        raise fail(("columns",), "a release declares at least one column")
+    schema = Schema(table=spec.table, columns=tuple(columns))
+
+    records = None
+    if isinstance(spec.records, int):
+        if spec.records < 0:
+            raise fail(("records",), "records must be >= 0")
+        records = RecordCount(spec.records, spec.records)
+    elif spec.records is not None:
+        if spec.records.min > spec.records.max:
+            raise fail(("records",), "records: min is above max")
+        records = RecordCount(spec.records.min, spec.records.max)
+
+    suppression = None
+    if spec.suppression is not None:
+        if spec.suppression.min_count > spec.suppression.max_count:
+            raise fail(("suppression",), "suppression: min_count is above max_count")
+        suppression = SuppressionRule(spec.suppression.max_count, spec.suppression.min_count)
+
+    constraints = []
+    for i, sql in enumerate(spec.constraints):
+        try:
+            constraints.append(Constraint(sql, parse_predicate(sql, schema), lines.line(
+                ("constraints", i))))
+        except ReleaseError as e:
+            raise fail(("constraints", i), f"constraint[{i}] {sql!r}: {e}") from None
+
+    statistics: list[Statistic] = []
+    seen: set[str] = set()
+    for i, s in enumerate(spec.statistics):
+        loc = ("statistics", i)
+        label = f"statistic '{s.id}'"
+        if s.id in seen:
+            raise fail(loc, f"{label}: id used twice")
+        seen.add(s.id)
+        try:
+            query = parse_query(s.sql, schema)
+            answer = _answer(s, suppression)
+            statistic = Statistic(s.id, s.sql, query, answer, lines.line(loc))
+            _check_answer(statistic, schema)
+        except ReleaseError as e:
+            raise fail(loc, f"{label}: {e}") from None
+        statistics.append(statistic)
+
+    public = None
+    if spec.public is not None:
+        base = source.parent if source is not None else Path.cwd()
+        public = (base / spec.public).resolve()
+    elif schema.known and source is None:
+        public = None
+    return Release(
+        name=spec.name,
+        schema=schema,
+        statistics=tuple(statistics),
+        records=records,
+        constraints=tuple(constraints),
+        suppression=suppression,
+        source=source,
+        public=public,
+    )
+
+
+def _answer(s: StatisticSpec, rule: SuppressionRule | None) -> Answer | None:
+    given = s.model_fields_set
+    if s.suppressed:
+        if "value" in given or s.error is not None or s.noise is not None:
+            raise ReleaseError("a suppressed statistic has no value, error or noise")
+        if rule is None:
+            raise ReleaseError("suppressed, but the release has no 'suppression' rule")
+        return Suppressed(rule.min_count, rule.max_count)
+    if "value" not in given:
+        if s.error is not None or s.noise is not None:
+            raise ReleaseError("'error'/'noise' given without a 'value'")
+        return None
+    if s.value is None:
+        if s.error is not None or s.noise is not None:
+            raise ReleaseError("a null value (empty group) takes no error or noise")
+        return Empty()
+    value = fraction_of(s.value)
+    if s.error is not None and s.noise is not None:
+        raise ReleaseError("give either 'error' (a bound) or 'noise' (a distribution), not both")
+    if s.error is not None:
+        return Bounded(value, fraction_of(s.error))
+    if s.noise is not None:
+        bad = [k for k in s.noise if k not in NOISE_KINDS]
+        if bad or len(s.noise) != 1:
+            raise ReleaseError(
+                f"noise must be one of {{{', '.join(NOISE_KINDS)}}}: <scale>, got {s.noise}"
+            )
+        return Noisy(value, dict(s.noise))
+    return Exact(value)
+
+
+def _check_answer(stat: Statistic, schema: Schema) -> None:
+    """Catch published values that no table could produce (typos), as user errors."""
+    ans, agg = stat.answer, stat.query.aggregate
+    if ans is None or isinstance(ans, Suppressed | Noisy):
+        return
+    name = f"{agg.value.upper()}" + (f"({stat.query.column})" if stat.query.column else "")
+    if isinstance(ans, Empty):
+        if agg in (Aggregate.COUNT, Aggregate.COUNT_DISTINCT, Aggregate.SUM):
+            raise ReleaseError(f"{name} is never null; publish 0 for an empty group")
+        return
+    low, high = (ans.value, ans.value) if isinstance(ans, Exact) else (ans.low, ans.high)
+    if agg in (Aggregate.COUNT, Aggregate.COUNT_DISTINCT):
+        if high < 0:
+            raise ReleaseError(f"{name} = {number_out(ans.value)} is negative")
+        if isinstance(ans, Exact) and ans.value.denominator != 1:
+            raise ReleaseError(f"{name} = {number_out(ans.value)} is not a whole number")
+        return
+    if agg is Aggregate.SUM or stat.query.column is None:
+        return
+    col = schema.column(stat.query.column)
+    lo = Fraction(-(10**30)) if col.min is None else fraction_of(col.min)
+    hi = Fraction(10**30) if col.max is None else fraction_of(col.max)
+    if high < lo or low > hi:
+        raise ReleaseError(
+            f"{name} = {number_out(ans.value)} lies outside the domain of {col.name} "
+            f"({col.domain_text()})"
+        )
+
+
+def answer_fields(answer: Answer | None) -> dict[str, Any]:
+    """An answer as the YAML keys of release format version 1."""
+    if answer is None:
+        return {}
+    if isinstance(answer, Suppressed):
+        return {"suppressed": True}
+    if isinstance(answer, Empty):
+        return {"value": None}
+    if isinstance(answer, Bounded):
+        return {"value": number_out(answer.value), "error": number_out(answer.error)}
+    if isinstance(answer, Noisy):
+        return {"value": number_out(answer.value), "noise": answer.distribution}
+    return {"value": number_out(answer.value)}
+
+
+def write_filled_release(
+    source: Path,
+    out: Path,
+    answers: dict[str, Answer],
+    suppression: SuppressionRule | None = None,
+) -> None:
+    """Copy a release file with the given answers filled in (and a suppression rule if set)."""
+    data = yaml.safe_load(source.read_text(encoding="utf-8"))
+    if suppression is not None:
+        rule: dict[str, int] = {"max_count": suppression.max_count}
+        if suppression.min_count:
+            rule["min_count"] = suppression.min_count
+        data["suppression"] = rule
+    if data.get("public") and not Path(data["public"]).is_absolute():
+        target = (source.parent / data["public"]).resolve()
+        try:
+            data["public"] = str(target.relative_to(out.resolve().parent))
+        except ValueError:
+            data["public"] = str(target)
+    for entry in data.get("statistics") or []:
+        sid = str(entry["id"])
+        if sid in answers:
+            for key in ("value", "error", "noise", "suppressed"):
+                entry.pop(key, None)
+            entry.update(answer_fields(answers[sid]))
+    out.write_text(
+        yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=120), encoding="utf-8"
+    )

@@ -1,0 +1,178 @@
+"""The public table and every known-only SQL snippet evaluated on it by DuckDB.
+
+This is the compile step between a release and an engine: engines get plain per-row constants
+and never see SQL or files.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+from statrecon.errors import ReleaseError, StatreconError
+from statrecon.release.model import Release
+from statrecon.release.predicate import known_sql
+from statrecon.release.schema import Schema
+from statrecon.release.statistic import fraction_of
+
+
+@dataclass(frozen=True)
+class PublicTable:
+    """Known columns, one entry per row of the hidden table, in file order."""
+
+    source: str
+    rows: int
+    columns: dict[str, tuple[Any, ...]]
+
+
+@dataclass(frozen=True)
+class KnownData:
+    """What the engines need from known data: row count (if fixed) and per-row constants."""
+
+    public: PublicTable | None
+    snippets: dict[str, tuple[Fraction | bool, ...]]  # SQL snippet -> value per row (or 1 value)
+
+    def value(self, sql: str, row: int) -> Fraction | bool:
+        values = self.snippets[sql]
+        return values[row] if len(values) > 1 else values[0]
+
+
+def read_table(path: Path) -> Any:
+    """CSV or Parquet -> pandas DataFrame; a clear error for anything else."""
+    import pandas as pd
+
+    if not path.exists():
+        raise StatreconError(f"{path}: no such file")
+    suffix = path.suffix.lower()
+    try:
+        if suffix in (".parquet", ".pq"):
+            return pd.read_parquet(path)
+        if suffix in (".csv", ".txt", ".tsv"):
+            return pd.read_csv(path, sep="\t" if suffix == ".tsv" else ",", keep_default_na=False,
+                               na_values=[""])
+    except Exception as e:  # pandas raises many types for a broken file
+        raise StatreconError(f"{path}: cannot read table: {str(e).splitlines()[0]}") from None
+    raise StatreconError(f"{path}: unsupported table format '{suffix}' (use .csv or .parquet)")
+
+
+def check_table(frame: Any, schema: Schema, path: Path, names: tuple[str, ...]) -> None:
+    """Every named column present, no missing values, every value inside its domain."""
+    for name in names:
+        if name not in frame.columns:
+            raise StatreconError(f"{path}: column '{name}' is missing (has: "
+                                 f"{', '.join(map(str, frame.columns))})")
+        col = schema.column(name)
+        series = frame[name]
+        line_offset = 2 if path.suffix.lower() in (".csv", ".txt", ".tsv") else 1
+        where = "line" if line_offset == 2 else "row"
+        for i, value in enumerate(series.tolist()):
+            decoded = _plain(value)
+            if decoded is None:
+                raise StatreconError(f"{path}:{where} {i + line_offset}: column '{name}' is empty")
+            if col.is_categorical:
+                decoded = str(decoded)
+            if not col.contains(decoded) and not (col.known and col.min is None and col.max is None
+                                                  and not col.is_categorical
+                                                  and _is_number(decoded, col.is_integer)):
+                raise StatreconError(
+                    f"{path}:{where} {i + line_offset}: column '{name}' value {decoded!r} is "
+                    f"outside its domain {col.domain_text()}"
+                )
+
+
+def _is_number(value: Any, integer: bool) -> bool:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return not integer or float(value).is_integer()
+
+
+def _plain(value: Any) -> Any:
+    """numpy scalars -> Python; NaN -> None; whole floats in integer columns stay numbers."""
+    if value is None:
+        return None
+    if hasattr(value, "item"):
+        value = value.item()
+    if isinstance(value, float) and value != value:
+        return None
+    return value
+
+
+def load_public(path: Path, schema: Schema) -> PublicTable:
+    frame = read_table(path)
+    for name in frame.columns:
+        if schema.has(str(name)) and not schema.column(str(name)).known:
+            raise StatreconError(
+                f"{path}: column '{name}' is declared unknown in the release; a public table "
+                "holds known columns only"
+            )
+    names = tuple(c.name for c in schema.known)
+    check_table(frame, schema, path, names)
+    columns: dict[str, tuple[Any, ...]] = {}
+    for name in names:
+        col = schema.column(name)
+        values = [_plain(v) for v in frame[name].tolist()]
+        if col.is_categorical:
+            values = [str(v) for v in values]
+        elif col.is_integer:
+            values = [int(v) for v in values]
+        columns[name] = tuple(values)
+    return PublicTable(source=str(path), rows=len(frame), columns=columns)
+
+
+def compile_known(release: Release, public: PublicTable | None) -> KnownData:
+    """Evaluate every known-only snippet of the release with DuckDB (per public row)."""
+    if release.schema.known and public is None:
+        names = ", ".join(c.name for c in release.schema.known)
+        raise StatreconError(
+            f"{release.source or 'release'}: known column(s) {names} need a public table "
+            "(--public FILE, or 'public:' in the release)"
+        )
+    if public is not None and release.records is not None and not (
+        release.records.min <= public.rows <= release.records.max
+    ):
+        raise StatreconError(
+            f"{public.source}: {public.rows} rows, but the release says records "
+            f"{release.records.min}..{release.records.max}"
+        )
+    owners: dict[str, str] = {}
+    for s in release.statistics:
+        for sql in known_sql(s.query.where):
+            owners.setdefault(sql, s.where_text)
+    for i, c in enumerate(release.constraints):
+        for sql in known_sql(c.predicate):
+            owners.setdefault(sql, c.label(i))
+    if not owners:
+        return KnownData(public=public, snippets={})
+    import duckdb
+
+    con = duckdb.connect()
+    try:
+        table = release.schema.table
+        if public is not None and public.rows > 0:
+            import pandas as pd
+
+            frame = pd.DataFrame({**public.columns, "__row": range(public.rows)})
+            con.register("__public", frame)
+            con.execute(f'CREATE TEMP VIEW "{table}" AS SELECT * FROM __public')
+            tail = f' FROM "{table}" ORDER BY __row'
+        else:
+            tail = ""
+        snippets: dict[str, tuple[Fraction | bool, ...]] = {}
+        for sql, owner in owners.items():
+            try:
+                raw = con.execute(f"SELECT ({sql}){tail}").fetchall()
+            except duckdb.Error as e:
+                raise ReleaseError(
+                    f"{owner}: DuckDB cannot evaluate {sql!r}: {str(e).splitlines()[0]}"
+                ) from None
+            values: list[Fraction | bool] = []
+            for (v,) in raw:
+                if v is None:
+                    raise ReleaseError(f"{owner}: {sql!r} evaluates to NULL on a public row")
+                values.append(v if isinstance(v, bool) else fraction_of(_plain(v)))
+            snippets[sql] = tuple(values) if values else (False,)
+        return KnownData(public=public, snippets=snippets)
+    finally:
+        con.close()

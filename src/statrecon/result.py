@@ -1,0 +1,62 @@
+"""Results of a reconstruction: what is proven, kept apart from anything estimated."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Status = Literal["unique", "multiple", "infeasible", "unknown"]
+Row = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class CertainRow:
+    """A row present in every consistent dataset, at least ``multiplicity`` times (proven)."""
+
+    row: Row
+    multiplicity: int
+
+
+@dataclass(frozen=True)
+class ReconstructionResult:
+    """Everything the exact engine proved about the hidden table.
+
+    ``solutions`` are datasets (lists of rows) consistent with the release. ``complete`` says
+    the enumeration finished, so ``solution_count`` is exact. ``certain_rows`` and
+    ``column_values`` are proven facts; ``certain_complete`` is False when a time limit cut the
+    proofs short (then more rows may be certain and more values possible than listed proven).
+    """
+
+    status: Status
+    columns: tuple[str, ...]
+    solution_count: int = 0
+    complete: bool = False
+    solutions: list[list[Row]] = field(default_factory=list)
+    certain_rows: list[CertainRow] = field(default_factory=list)
+    column_values: dict[str, list[Any]] = field(default_factory=dict)
+    certain_complete: bool = False
+    conflict: list[str] = field(default_factory=list)
+    conflict_minimal: bool = False
+    ignored: list[str] = field(default_factory=list)
+    records: tuple[int, int] = (0, 0)
+    elapsed_s: float = 0.0
+    method: str = "exact"
+
+    def to_json(self) -> dict[str, Any]:
+        """The stable JSON contract of ``statrecon reconstruct --json``."""
+        return {
+            "status": self.status,
+            "method": self.method,
+            "solution_count": self.solution_count,
+            "complete": self.complete,
+            "solutions": self.solutions,
+            "certain_rows": [
+                {"row": c.row, "multiplicity": c.multiplicity} for c in self.certain_rows
+            ],
+            "column_values": self.column_values,
+            "certain_complete": self.certain_complete,
+            "conflict": self.conflict,
+            "conflict_minimal": self.conflict_minimal,
+            "ignored_statistics": self.ignored,
+            "elapsed_s": round(self.elapsed_s, 4),
+        }
