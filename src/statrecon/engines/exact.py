@@ -285,4 +285,8 @@ def explain_infeasibility(
             conflict = [a for a in trial if a in keep] or trial
         elif status != cp_model.FEASIBLE and status != cp_model.OPTIMAL:
             minimal = False
+    # The model has at most bounds.high rows because of these facts: they belong to the conflict.
+    for label in rm.bounds.source:
+        if label != "public table" and label not in conflict:
+            conflict.insert(0, label)
     return conflict, minimal

@@ -48,17 +48,20 @@ _RADIX_LIMIT = 2**52
 
 @dataclass(frozen=True)
 class Bounds:
+    """Row-count range and where it comes from (labels usable in a conflict set)."""
+
     low: int
     high: int
+    source: tuple[str, ...] = ()
 
 
 def row_count_bounds(release: Release, known: KnownData) -> Bounds:
     """How many rows the hidden table can have: public table, records, or a COUNT(*)."""
     if known.public is not None:
-        return Bounds(known.public.rows, known.public.rows)
+        return Bounds(known.public.rows, known.public.rows, ("public table",))
     if release.records is not None:
-        return Bounds(release.records.min, release.records.max)
-    low, high = 0, None
+        return Bounds(release.records.min, release.records.max, (RECORDS,))
+    low, high, source = 0, None, []
     for s in release.statistics:
         if s.query.aggregate is Aggregate.COUNT and s.query.where == Const(True):
             ans = s.answer
@@ -72,12 +75,13 @@ def row_count_bounds(release: Release, known: KnownData) -> Bounds:
                 continue
             low = max(low, math.ceil(lo_f))
             high = math.floor(hi_f) if high is None else min(high, math.floor(hi_f))
+            source.append(s.id)
     if high is None:
         raise StatreconError(
             f"{release.source or 'release'}: the row count is not bounded: add 'records: N' "
             "(or {min, max}) or a statistic SELECT COUNT(*) FROM ... without WHERE"
         )
-    return Bounds(min(low, max(high, 0)), max(high, 0))
+    return Bounds(min(low, max(high, 0)), max(high, 0), tuple(source))
 
 
 class RecordModel:
@@ -137,7 +141,7 @@ class RecordModel:
             if not isinstance(self.present[r], bool) and not isinstance(self.present[r + 1], bool):
                 m.add_implication(self.present[r + 1], self.present[r])
         if self._use_switches and self.known.public is None and self.bounds.low > 0:
-            enf = self._switch(RECORDS)
+            enf = self._switch(self.bounds.source[0])
             m.add(sum(self._as_int(p) for p in self.present) >= self.bounds.low).only_enforce_if(
                 enf
             )

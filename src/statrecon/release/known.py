@@ -39,8 +39,11 @@ class KnownData:
         return values[row] if len(values) > 1 else values[0]
 
 
-def read_table(path: Path) -> Any:
-    """CSV or Parquet -> pandas DataFrame; a clear error for anything else."""
+def read_table(path: Path, text_columns: tuple[str, ...] = ()) -> Any:
+    """CSV or Parquet -> pandas DataFrame; a clear error for anything else.
+
+    ``text_columns`` (categoricals) are read as text, so a code like 02445 keeps its zero.
+    """
     import pandas as pd
 
     if not path.exists():
@@ -51,7 +54,7 @@ def read_table(path: Path) -> Any:
             return pd.read_parquet(path)
         if suffix in (".csv", ".txt", ".tsv"):
             return pd.read_csv(path, sep="\t" if suffix == ".tsv" else ",", keep_default_na=False,
-                               na_values=[""])
+                               na_values=[""], dtype={c: str for c in text_columns})
     except Exception as e:  # pandas raises many types for a broken file
         raise StatreconError(f"{path}: cannot read table: {str(e).splitlines()[0]}") from None
     raise StatreconError(f"{path}: unsupported table format '{suffix}' (use .csv or .parquet)")
@@ -65,19 +68,20 @@ def check_table(frame: Any, schema: Schema, path: Path, names: tuple[str, ...]) 
                                  f"{', '.join(map(str, frame.columns))})")
         col = schema.column(name)
         series = frame[name]
-        line_offset = 2 if path.suffix.lower() in (".csv", ".txt", ".tsv") else 1
-        where = "line" if line_offset == 2 else "row"
+        csv = path.suffix.lower() in (".csv", ".txt", ".tsv")
+        line_offset = 2 if csv else 1
+        where = "" if csv else "row "
         for i, value in enumerate(series.tolist()):
             decoded = _plain(value)
             if decoded is None:
-                raise StatreconError(f"{path}:{where} {i + line_offset}: column '{name}' is empty")
+                raise StatreconError(f"{path}:{where}{i + line_offset}: column '{name}' is empty")
             if col.is_categorical:
                 decoded = str(decoded)
             if not col.contains(decoded) and not (col.known and col.min is None and col.max is None
                                                   and not col.is_categorical
                                                   and _is_number(decoded, col.is_integer)):
                 raise StatreconError(
-                    f"{path}:{where} {i + line_offset}: column '{name}' value {decoded!r} is "
+                    f"{path}:{where}{i + line_offset}: column '{name}' value {decoded!r} is "
                     f"outside its domain {col.domain_text()}"
                 )
 
@@ -100,7 +104,7 @@ def _plain(value: Any) -> Any:
 
 
 def load_public(path: Path, schema: Schema) -> PublicTable:
-    frame = read_table(path)
+    frame = read_table(path, tuple(c.name for c in schema.columns if c.is_categorical))
     for name in frame.columns:
         if schema.has(str(name)) and not schema.column(str(name)).known:
             raise StatreconError(

@@ -1,0 +1,116 @@
+"""The command line: a thin layer over the library API.
+
+Exit codes: 0 ok, 1 user error, 2 infeasible release, 3 unknown (time limit).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from typer.exceptions import Abort, Exit, TyperException
+from rich.console import Console
+
+from statrecon.errors import StatreconError
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="What do these published statistics reveal about individuals?",
+)
+EXIT_OK, EXIT_USER, EXIT_INFEASIBLE, EXIT_UNKNOWN = 0, 1, 2, 3
+
+
+@app.command()
+def reconstruct(
+    release: Annotated[Path, typer.Argument(help="Release file (YAML, version 1).")],
+    public: Annotated[Path | None, typer.Option(
+        help="Public table (CSV/Parquet) with the release's known columns.")] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Show every dataset found.")] = False,
+    limit: Annotated[int, typer.Option(min=1, help="Stop enumerating after this many "
+                                       "datasets.")] = 10_000,
+    time_limit: Annotated[float | None, typer.Option(
+        min=0.001, help="Seconds for the whole run; past it the answer is 'unknown'.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    symmetry_breaking: Annotated[bool, typer.Option(
+        help="Order interchangeable rows so each dataset is found once.")] = True,
+) -> None:
+    """Find every dataset consistent with a release; say what is certain."""
+    from statrecon.api import reconstruct as run
+    from statrecon.engines.exact import ExactOptions
+    from statrecon.release.files import load_release
+
+    rel = load_release(release)
+    options = ExactOptions(limit=limit, time_limit=time_limit,
+                           keep_solutions=None if all_ else (None if as_json else 10),
+                           symmetry_breaking=symmetry_breaking)
+    if as_json:
+        options = ExactOptions(limit=limit, time_limit=time_limit,
+                               keep_solutions=None if all_ else 1,
+                               symmetry_breaking=symmetry_breaking)
+        result = run(rel, public=public, options=options)
+        sys.stdout.write(json.dumps(result.to_json()) + "\n")
+    else:
+        from statrecon.report.text import render
+
+        console = Console()
+        with console.status("Searching for consistent datasets…", spinner="dots"):
+            result = run(rel, public=public, options=options)
+        render(result, console, n_stats=len(rel.statistics), show_all=all_)
+    code = {"infeasible": EXIT_INFEASIBLE, "unknown": EXIT_UNKNOWN}.get(result.status, EXIT_OK)
+    raise typer.Exit(code)
+
+
+@app.command()
+def tabulate(
+    microdata: Annotated[Path, typer.Option(help="Microdata, CSV or Parquet.")],
+    release: Annotated[Path, typer.Option(help="Release file whose statistics to compute.")],
+    out: Annotated[Path, typer.Option(help="Where to write the filled release.")],
+    suppress_below: Annotated[int | None, typer.Option(
+        min=1, help="Suppress statistics over fewer than K rows.")] = None,
+    decimals: Annotated[int, typer.Option(
+        min=0, help="Publish means/medians rounded to this many decimals.")] = 1,
+) -> None:
+    """Compute a release's true answers from microdata (what a publisher would print)."""
+    from statrecon.release.files import load_release, write_filled_release
+    from statrecon.release.model import SuppressionRule
+    from statrecon.release.tabulate import load_microdata
+    from statrecon.release.tabulate import tabulate as run
+
+    rel = load_release(release)
+    frame = load_microdata(microdata, rel)
+    answers = run(rel, frame, decimals=decimals, suppress_below=suppress_below)
+    rule = SuppressionRule(suppress_below - 1) if suppress_below is not None else None
+    try:
+        write_filled_release(release, out, answers, rule)
+    except OSError as e:
+        raise StatreconError(f"{out}: cannot write: {e.strerror}") from None
+    suppressed = sum(1 for a in answers.values() if type(a).__name__ == "Suppressed")
+    Console(stderr=True).print(
+        f"wrote {out}: {len(answers)} statistics" + (f", {suppressed} suppressed"
+                                                     if suppressed else ""))
+
+
+def main() -> None:
+    """Console entry point: user mistakes print one line and exit 1, never a traceback."""
+    err = Console(stderr=True)
+    try:
+        code = app(standalone_mode=False)
+    except StatreconError as e:
+        err.print(f"[bold red]error:[/] {e}", highlight=False, soft_wrap=True)
+        sys.exit(EXIT_USER)
+    except Exit as e:
+        sys.exit(e.exit_code)
+    except TyperException as e:
+        err.print(f"[bold red]error:[/] {e.format_message()}", highlight=False, soft_wrap=True)
+        sys.exit(EXIT_USER)
+    except Abort:
+        sys.exit(130)
+    sys.exit(code if isinstance(code, int) else EXIT_OK)
+
+
+if __name__ == "__main__":
+    main()

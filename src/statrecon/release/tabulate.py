@@ -1,0 +1,109 @@
+"""Microdata + statistic definitions -> the true published answers (DuckDB does the SQL).
+
+This is how a publisher produces the release it wants to audit. Means and medians that are not
+short decimals are published rounded, with the rounding stated as an error bound, exactly as
+a statistical agency would print them.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import sqlglot
+from sqlglot import exp
+
+from statrecon.errors import StatreconError
+from statrecon.release.known import check_table, read_table
+from statrecon.release.model import Release
+from statrecon.release.statistic import (
+    Aggregate,
+    Answer,
+    Bounded,
+    Empty,
+    Exact,
+    Statistic,
+    Suppressed,
+    fraction_of,
+)
+
+
+def load_microdata(path: Path, release: Release) -> Any:
+    """Read microdata and check every value against the release's schema (file:line errors)."""
+    schema = release.schema
+    frame = read_table(path, tuple(c.name for c in schema.columns if c.is_categorical))
+    check_table(frame, schema, path, schema.names)
+    return frame
+
+
+def published(value: Fraction, decimals: int) -> Exact | Bounded:
+    """A value as a publisher prints it: exact if it has at most ``decimals`` decimals,
+    otherwise rounded with the rounding stated as an error bound."""
+    scale = 10**decimals
+    if (value * scale).denominator == 1:
+        return Exact(value)
+    rounded = Fraction(round(value * scale), scale)
+    return Bounded(rounded, Fraction(1, 2 * scale))
+
+
+def tabulate(
+    release: Release,
+    microdata: Any,
+    *,
+    decimals: int = 1,
+    suppress_below: int | None = None,
+) -> dict[str, Answer]:
+    """True answers for every statistic of ``release`` on ``microdata`` (a DataFrame)."""
+    import duckdb
+
+    if decimals < 0:
+        raise StatreconError("--decimals must be >= 0")
+    if suppress_below is not None and suppress_below < 1:
+        raise StatreconError("--suppress-below must be >= 1")
+    con = duckdb.connect()
+    try:
+        con.register("__microdata", microdata)
+        con.execute(
+            f'CREATE TEMP VIEW "{release.schema.table}" AS SELECT * FROM __microdata'
+        )
+        answers: dict[str, Answer] = {}
+        for s in release.statistics:
+            try:
+                answers[s.id] = _answer(con, s, release, decimals, suppress_below)
+            except duckdb.Error as e:
+                raise StatreconError(
+                    f"{s.where_text}: DuckDB cannot evaluate it: {str(e).splitlines()[0]}"
+                ) from None
+        return answers
+    finally:
+        con.close()
+
+
+def _with_select(sql: str, *selects: str) -> str:
+    """The statistic's own query with its aggregate replaced (same FROM and WHERE)."""
+    tree = sqlglot.parse_one(sql, read="duckdb")
+    assert isinstance(tree, exp.Select)
+    tree.set("expressions", [sqlglot.parse_one(s, read="duckdb") for s in selects])
+    return tree.sql(dialect="duckdb")
+
+
+def _answer(con: Any, s: Statistic, release: Release, decimals: int,
+            suppress_below: int | None) -> Answer:
+    agg, col = s.query.aggregate, s.query.column
+    count = con.execute(_with_select(s.sql, "COUNT(*)")).fetchone()[0]
+    if suppress_below is not None and count < suppress_below:
+        return Suppressed(0, suppress_below - 1)
+    if agg is Aggregate.COUNT:
+        return Exact(Fraction(count))
+    if agg in (Aggregate.SUM, Aggregate.AVG):
+        total = con.execute(_with_select(s.sql, f'SUM("{col}")')).fetchone()[0]
+        if agg is Aggregate.SUM:
+            return Exact(fraction_of(total if total is not None else 0))
+        if count == 0:
+            return Empty()
+        return published(fraction_of(total) / count, decimals)
+    value = con.execute(s.sql).fetchone()[0]
+    if value is None:
+        return Empty()
+    return published(fraction_of(value), decimals)

@@ -1,0 +1,1 @@
+"""Results -> text, JSON, plots."""

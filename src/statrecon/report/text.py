@@ -1,0 +1,107 @@
+"""The human view of a reconstruction result (Rich)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console, Group
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from statrecon.result import ReconstructionResult, Row
+
+_STYLE = {"unique": "bold red", "multiple": "bold yellow", "infeasible": "bold magenta",
+          "unknown": "bold blue"}
+
+
+def compress(values: list[Any]) -> str:
+    """[1, 2, 3, 7, 9, 10] -> '1–3, 7, 9–10'; categoricals are listed as they are."""
+    if not values or not all(isinstance(v, int) for v in values):
+        return ", ".join(map(str, values))
+    parts, start, prev = [], values[0], values[0]
+    for v in [*values[1:], None]:
+        if v is not None and v == prev + 1:
+            prev = v
+            continue
+        parts.append(str(start) if start == prev else f"{start}–{prev}")
+        if v is not None:
+            start = prev = v
+    return ", ".join(parts)
+
+
+def headline(result: ReconstructionResult, n_stats: int) -> Text:
+    s = result.status
+    if s == "unique":
+        msg = f"UNIQUE: exactly one dataset is consistent with the {n_stats} statistics."
+    elif s == "multiple" and result.complete:
+        msg = f"MULTIPLE: exactly {result.solution_count} datasets are consistent."
+    elif s == "multiple":
+        msg = (f"MULTIPLE: at least {result.solution_count} datasets are consistent "
+               "(enumeration stopped at the limit or the time limit).")
+    elif s == "infeasible":
+        msg = "INFEASIBLE: no dataset is consistent with these statistics."
+    else:
+        msg = ("UNKNOWN: the time limit ran out before the solver could decide; "
+               "nothing is claimed.")
+    return Text(msg, style=_STYLE[s])
+
+
+def rows_table(title: str, columns: tuple[str, ...], rows: list[Row],
+               counts: list[int] | None = None) -> Group:
+    table = Table(show_edge=False)
+    for c in columns:
+        table.add_column(c, justify="right")
+    if counts is not None:
+        table.add_column("times", justify="right")
+    for i, row in enumerate(rows):
+        cells = [str(row[c]) for c in columns]
+        if counts is not None:
+            cells.append(str(counts[i]))
+        table.add_row(*cells)
+    return Group(Text(title, style="bold"), table)
+
+
+def render(result: ReconstructionResult, console: Console, *, n_stats: int,
+           show_all: bool = False) -> None:
+    console.print(headline(result, n_stats))
+    if result.status == "infeasible":
+        label = "A smallest conflicting set" if result.conflict_minimal else "A conflicting set"
+        console.print(Panel(", ".join(result.conflict) or "(none found)",
+                            title=f"{label}: these cannot all hold", expand=False))
+        return
+    if result.status == "unknown" and not result.solutions:
+        return
+    if result.status == "unique":
+        console.print(rows_table("The reconstructed table", result.columns,
+                                 result.solutions[0]))
+    elif show_all:
+        for i, sol in enumerate(result.solutions, 1):
+            console.print(rows_table(f"Dataset {i}", result.columns, sol))
+    elif result.solutions:
+        console.print(rows_table("One consistent dataset (of several)", result.columns,
+                                 result.solutions[0]))
+    if result.status != "unique":
+        if result.certain_rows:
+            console.print(rows_table(
+                "Rows present in every consistent dataset (proven)", result.columns,
+                [c.row for c in result.certain_rows],
+                [c.multiplicity for c in result.certain_rows]))
+        else:
+            console.print("No row is present in every consistent dataset.")
+        console.print(Text("Values each unknown column can take (each proven possible)",
+                           style="bold"))
+        values = Table(show_edge=False)
+        values.add_column("column")
+        values.add_column("possible values")
+        for c, vs in result.column_values.items():
+            values.add_row(c, compress(vs))
+        console.print(values)
+        if not result.certain_complete:
+            console.print(Text("The time limit cut the proofs short: more rows may be certain "
+                               "and fewer values possible than listed.", style="yellow"))
+    notes = []
+    if result.ignored:
+        notes.append("noisy statistics ignored by the exact engine: " + ", ".join(result.ignored))
+    notes.append(f"{result.elapsed_s:.2f} s")
+    console.print(Group(*(Text(n, style="dim") for n in notes)))
