@@ -1,5 +1,5 @@
 # Every target bootstraps .venv from nothing (only Python 3.11 and pip needed).
-PYTHON ?= python3.11
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from typer.exceptions import Abort, Exit, TyperException
 from rich.console import Console
+from typer.exceptions import Abort, Exit, TyperException
 
 from statrecon.errors import StatreconError
 

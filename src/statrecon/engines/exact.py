@@ -13,11 +13,11 @@ from typing import Any
 
 from ortools.sat.python import cp_model
 
+from statrecon.engines.record_model import RecordModel
 from statrecon.release.known import KnownData
 from statrecon.release.model import Release
 from statrecon.release.schema import ColumnType
-from statrecon.engines.record_model import RecordModel
-from statrecon.result import CertainRow, ReconstructionResult, Row
+from statrecon.result import CertainRow, ReconstructionResult, Row, Status
 
 Dataset = tuple[tuple[int, ...], ...]
 
@@ -124,6 +124,7 @@ def reconstruct_exact(
         return ReconstructionResult(status="unknown", elapsed_s=time.monotonic() - started,
                                     **base)
 
+    status: Status
     if complete:
         status = "unique" if len(datasets) == 1 else "multiple"
         certain = _intersection(datasets)
@@ -259,7 +260,7 @@ def explain_infeasibility(
     rm = RecordModel(release, known, symmetry_breaking=options.symmetry_breaking, switches=True)
     labels = {v.index: k for k, v in rm.switches.items()}
 
-    def check(active: list[str]) -> tuple[int, list[str]]:
+    def check(active: list[str]) -> tuple[Any, list[str]]:
         rm.model.clear_assumptions()
         rm.model.add_assumptions([rm.switches[a] for a in active])
         solver = _solver(options, deadline, workers=1)

@@ -8,6 +8,7 @@ enumerates datasets (duplicates are still removed by the caller as a safety net)
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -189,7 +190,7 @@ class RecordModel:
         sizes = [self._domain(c)[1] - self._domain(c)[0] + 1 for c in self.unknown]
         radix = math.prod(sizes) < _RADIX_LIMIT
         for rows in groups.values():
-            for a, b in zip(rows, rows[1:], strict=False):
+            for a, b in itertools.pairwise(rows):
                 enf = [] if isinstance(self.present[b], bool) else [self.present[b]]
                 if radix:
                     self.model.add(self._key(a) <= self._key(b)).only_enforce_if(enf)

@@ -95,9 +95,9 @@ class _Lines:
                     if k.value == key:
                         child = v if not isinstance(v, yaml.ScalarNode) else k
                         break
-            elif isinstance(node, yaml.SequenceNode) and isinstance(key, int):
-                if 0 <= key < len(node.value):
-                    child = node.value[key]
+            elif (isinstance(node, yaml.SequenceNode) and isinstance(key, int)
+                  and 0 <= key < len(node.value)):
+                child = node.value[key]
             if child is None:
                 break
             node = child
@@ -231,18 +231,18 @@ def _build(spec: ReleaseSpec, lines: _Lines, where: str, source: Path | None) ->
     statistics: list[Statistic] = []
     seen: set[str] = set()
     for i, s in enumerate(spec.statistics):
-        loc = ("statistics", i)
+        stat_loc: tuple[str, int] = ("statistics", i)
         label = f"statistic '{s.id}'"
         if s.id in seen:
-            raise fail(loc, f"{label}: id used twice")
+            raise fail(stat_loc, f"{label}: id used twice")
         seen.add(s.id)
         try:
             query = parse_query(s.sql, schema)
             answer = _answer(s, suppression)
-            statistic = Statistic(s.id, s.sql, query, answer, lines.line(loc))
+            statistic = Statistic(s.id, s.sql, query, answer, lines.line(stat_loc))
             _check_answer(statistic, schema)
         except ReleaseError as e:
-            raise fail(loc, f"{label}: {e}") from None
+            raise fail(stat_loc, f"{label}: {e}") from None
         statistics.append(statistic)
 
     public = None

@@ -18,6 +18,7 @@ from statrecon.release.predicate import (
     Affine,
     And,
     Compare,
+    CompareOp,
     Const,
     InSet,
     KnownBool,
@@ -73,7 +74,7 @@ def parse_query(sql: str, schema: Schema) -> Query:
 
 
 def parse_predicate(sql: str, schema: Schema) -> Predicate:
-    """Parse a boolean expression (a background constraint), e.g. ``married = 'no' OR age >= 15``."""
+    """Parse a boolean expression (a background constraint), e.g. ``age >= 15``."""
     try:
         tree = sqlglot.parse_one(f"SELECT 1 FROM {schema.table} WHERE {sql}", read="duckdb")
     except ParseError as e:
@@ -84,15 +85,15 @@ def parse_predicate(sql: str, schema: Schema) -> Predicate:
     return parse_predicate_tree(where.this, schema)
 
 
-def _parse(sql: str) -> exp.Expression:
+def _parse(sql: str) -> exp.Expr:
     try:
         statements = sqlglot.parse(sql, read="duckdb")
     except ParseError as e:
         raise SQLError(f"cannot parse SQL: {_first_line(e)}") from None
-    statements = [s for s in statements if s is not None]
-    if len(statements) != 1:
+    found = [s for s in statements if s is not None]
+    if len(found) != 1:
         raise SQLError("expected exactly one SQL statement")
-    return statements[0]
+    return found[0]
 
 
 def _first_line(e: Exception) -> str:
@@ -129,23 +130,24 @@ def _aggregate(node: exp.Expression, schema: Schema) -> tuple[Aggregate, str | N
     if isinstance(node, exp.Alias):
         node = node.this
     if isinstance(node, exp.Count):
-        arg = node.this
-        if isinstance(arg, exp.Star):
+        counted = node.this
+        if isinstance(counted, exp.Star):
             return Aggregate.COUNT, None
-        if isinstance(arg, exp.Distinct):
-            if len(arg.expressions) != 1 or not isinstance(arg.expressions[0], exp.Column):
+        if isinstance(counted, exp.Distinct):
+            if len(counted.expressions) != 1 or not isinstance(counted.expressions[0],
+                                                               exp.Column):
                 raise SQLError("COUNT(DISTINCT ...) takes one column")
-            col = _column(arg.expressions[0], schema)
+            col = _column(counted.expressions[0], schema)
             if not col.known:
                 raise SQLError(
                     f"COUNT(DISTINCT {col.name}): only known columns are supported "
                     "in COUNT(DISTINCT)"
                 )
             return Aggregate.COUNT_DISTINCT, col.name
-        if isinstance(arg, exp.Column):
-            _column(arg, schema)
+        if isinstance(counted, exp.Column):
+            _column(counted, schema)
             return Aggregate.COUNT, None  # no NULLs in the model: COUNT(col) = COUNT(*)
-        raise SQLError(f"unsupported COUNT argument {arg.sql() if arg else ''}")
+        raise SQLError(f"unsupported COUNT argument {counted.sql() if counted else ''}")
     kinds: dict[type[exp.Expression], Aggregate] = {
         exp.Sum: Aggregate.SUM,
         exp.Avg: Aggregate.AVG,
@@ -206,7 +208,7 @@ class _Translator:
             return Or((self.predicate(node.this), self.predicate(node.expression)))
         if isinstance(node, exp.Not):
             return Not(self.predicate(node.this))
-        if not isinstance(node, _COMPARISONS + (exp.Between, exp.In)):
+        if not isinstance(node, (*_COMPARISONS, exp.Between, exp.In)):
             raise SQLError(f"unsupported SQL construct in WHERE: {node.sql()}")
         if not self.unknown_refs(node):
             self.check_known_sql(node)
@@ -258,9 +260,10 @@ class _Translator:
         if isinstance(node, exp.GT | exp.GTE):
             lhs, rhs = rhs, lhs
         diff = lhs.plus(rhs.scaled(Fraction(-1)))
-        op = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.GT: "<", exp.LTE: "<=",
-              exp.GTE: "<="}[type(node)]
-        return Compare(diff, op)  # type: ignore[arg-type]
+        ops: dict[type[exp.Expression], CompareOp] = {
+            exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.GT: "<", exp.LTE: "<=", exp.GTE: "<=",
+        }
+        return Compare(diff, ops[type(node)])
 
     def affine(self, node: exp.Expression) -> Affine:
         if not self.unknown_refs(node):

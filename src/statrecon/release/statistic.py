@@ -8,15 +8,15 @@ mean with an exact one.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
 from decimal import Decimal
+from enum import StrEnum
 from fractions import Fraction
 from typing import Any
 
 from statrecon.release.predicate import TRUE, Predicate
 
 
-class Aggregate(str, Enum):
+class Aggregate(StrEnum):
     COUNT = "count"
     COUNT_DISTINCT = "count_distinct"
     SUM = "sum"
