@@ -24,7 +24,6 @@ bench: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
 	$(BIN)/mypy
 
 clean:
