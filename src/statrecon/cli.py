@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from typer.exceptions import Abort, Exit, TyperException
 
 from statrecon.errors import StatreconError
@@ -97,15 +98,19 @@ def tabulate(
 def main() -> None:
     """Console entry point: user mistakes print one line and exit 1, never a traceback."""
     err = Console(stderr=True)
+    # No arguments: show the help (typer's no-args error has an empty message).
+    args = sys.argv[1:] or ["--help"]
     try:
-        code = app(standalone_mode=False)
+        code = app(args=args, standalone_mode=False)
     except StatreconError as e:
-        err.print(f"[bold red]error:[/] {e}", highlight=False, soft_wrap=True)
+        # Messages quote user text (ids, SQL, paths): print it literally, not as Rich markup.
+        err.print(f"[bold red]error:[/] {escape(str(e))}", highlight=False, soft_wrap=True)
         sys.exit(EXIT_USER)
     except Exit as e:
         sys.exit(e.exit_code)
     except TyperException as e:
-        err.print(f"[bold red]error:[/] {e.format_message()}", highlight=False, soft_wrap=True)
+        err.print(f"[bold red]error:[/] {escape(e.format_message())}", highlight=False,
+                  soft_wrap=True)
         sys.exit(EXIT_USER)
     except Abort:
         sys.exit(130)

@@ -65,6 +65,14 @@ class StatisticSpec(_Strict):
     def _id_text(cls, v: Any) -> Any:
         return str(v) if isinstance(v, int) and not isinstance(v, bool) else v
 
+    @field_validator("value", "error", mode="before")
+    @classmethod
+    def _not_boolean(cls, v: Any) -> Any:
+        if isinstance(v, bool):  # pydantic would read true as 1
+            word = "yes/true" if v else "no/false"
+            raise ValueError(f"YAML read a bare {word} as a boolean; a number is expected")
+        return v
+
 
 class ReleaseSpec(_Strict):
     version: Literal[1]
@@ -128,6 +136,7 @@ def parse_release(text: str, source: Path | None = None) -> Release:
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
         raise ReleaseError(f"{where}{line}: malformed YAML: {problem}") from None
     lines = _Lines(node)
+    _reject_duplicate_keys(node, where)
     if not isinstance(data, dict):
         raise ReleaseError(f"{where}:1: a release file is a YAML mapping (version, columns, ...)")
     try:
@@ -141,15 +150,39 @@ def parse_release(text: str, source: Path | None = None) -> Release:
     return _build(spec, lines, where, source)
 
 
+def _reject_duplicate_keys(node: yaml.Node | None, where: str) -> None:
+    """YAML lets a later key silently win over an earlier one; a release must not."""
+    stack = [node] if node is not None else []
+    while stack:
+        current = stack.pop()
+        if isinstance(current, yaml.MappingNode):
+            seen: set[str] = set()
+            for key, value in current.value:
+                if isinstance(key, yaml.ScalarNode):
+                    if key.value in seen:
+                        raise ReleaseError(
+                            f"{where}:{key.start_mark.line + 1}: key '{key.value}' appears twice"
+                        )
+                    seen.add(key.value)
+                stack.append(value)
+        elif isinstance(current, yaml.SequenceNode):
+            stack.extend(current.value)
+
+
 def _describe_loc(loc: tuple[Any, ...], data: dict[str, Any]) -> str:
     if len(loc) >= 2 and loc[0] == "statistics" and isinstance(loc[1], int):
         stats = data.get("statistics") or []
         sid = stats[loc[1]].get("id") if loc[1] < len(stats) and isinstance(
             stats[loc[1]], dict) else None
         head = f"statistic '{sid}'" if sid is not None else f"statistics[{loc[1]}]"
-        rest = ".".join(str(p) for p in loc[2:] if not str(p).startswith("function-"))
+        rest = ".".join(str(p) for p in loc[2:] if not _is_union_tag(p))
         return f"{head}" + (f" field '{rest}'" if rest else "")
-    return ".".join(str(p) for p in loc if not str(p).startswith(("int", "function-")))
+    return ".".join(str(p) for p in loc if not _is_union_tag(p))
+
+
+def _is_union_tag(part: Any) -> bool:
+    """Parts pydantic adds to a location for union members and validators (not YAML keys)."""
+    return str(part) in ("int", "float", "RangeSpec") or str(part).startswith("function-")
 
 
 def _describe_error(err: Any) -> str:
@@ -160,6 +193,8 @@ def _describe_error(err: Any) -> str:
         return f"YAML read a bare {word}/true/false as a boolean; quote it, e.g. \"{word}\""
     if err["type"] == "missing":
         return "required key is missing"
+    if err["type"] == "value_error" and "error" in err.get("ctx", {}):
+        return str(err["ctx"]["error"])
     return str(err["msg"])
 
 

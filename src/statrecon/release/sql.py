@@ -63,6 +63,8 @@ def parse_query(sql: str, schema: Schema) -> Query:
     if from_ is None:
         raise SQLError("missing FROM clause")
     table = from_.this
+    if isinstance(table, exp.Subquery):
+        raise SQLError("unsupported SQL construct: subquery in FROM")
     if not isinstance(table, exp.Table) or table.args.get("db"):
         raise SQLError(f"unsupported FROM clause: {from_.sql()}")
     if table.name.lower() != schema.table.lower():
@@ -196,6 +198,22 @@ class _Translator:
                     f"unsupported function {sub.sql()}: allowed are floor, ceil, pow, abs, "
                     "mod, round"
                 )
+            elif isinstance(sub, exp.EQ | exp.NEQ | exp.In):
+                self.check_categories(sub)
+
+    def check_categories(self, node: exp.Expression) -> None:
+        """A known categorical compared with a quoted value: the value must be declared."""
+        sides = [node.this] if isinstance(node, exp.In) else [node.this, node.expression]
+        for side in sides:
+            if isinstance(side, exp.Column) and _column(side, self.schema).is_categorical:
+                col = _column(side, self.schema)
+                if isinstance(node, exp.In):
+                    others = list(node.expressions)
+                else:
+                    others = [node.expression if side is node.this else node.this]
+                for other in others:
+                    if isinstance(other, exp.Literal) and other.is_string:
+                        self.category(col, other)
 
     def predicate(self, node: exp.Expression) -> Predicate:
         if isinstance(node, exp.Paren):

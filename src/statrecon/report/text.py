@@ -51,13 +51,13 @@ def rows_table(title: str, columns: tuple[str, ...], rows: list[Row],
                counts: list[int] | None = None) -> Group:
     table = Table(show_edge=False)
     for c in columns:
-        table.add_column(c, justify="right")
+        table.add_column(Text(c), justify="right")
     if counts is not None:
         table.add_column("times", justify="right")
     for i, row in enumerate(rows):
-        cells = [str(row[c]) for c in columns]
+        cells = [Text(str(row[c])) for c in columns]  # Text: user values are never markup
         if counts is not None:
-            cells.append(str(counts[i]))
+            cells.append(Text(str(counts[i])))
         table.add_row(*cells)
     return Group(Text(title, style="bold"), table)
 
@@ -67,7 +67,7 @@ def render(result: ReconstructionResult, console: Console, *, n_stats: int,
     console.print(headline(result, n_stats))
     if result.status == "infeasible":
         label = "A smallest conflicting set" if result.conflict_minimal else "A conflicting set"
-        console.print(Panel(", ".join(result.conflict) or "(none found)",
+        console.print(Panel(Text(", ".join(result.conflict) or "(none found)"),
                             title=f"{label}: these cannot all hold", expand=False))
         return
     if result.status == "unknown" and not result.solutions:
@@ -95,7 +95,7 @@ def render(result: ReconstructionResult, console: Console, *, n_stats: int,
         values.add_column("column")
         values.add_column("possible values")
         for c, vs in result.column_values.items():
-            values.add_row(c, compress(vs))
+            values.add_row(Text(c), Text(compress(vs)))
         console.print(values)
         if not result.certain_complete:
             console.print(Text("The time limit cut the proofs short: more rows may be certain "
