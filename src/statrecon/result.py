@@ -18,6 +18,16 @@ class CertainRow:
 
 
 @dataclass(frozen=True)
+class CertainCell:
+    """An unknown value of an identifiable public row (its known values are unique),
+    equal in every consistent dataset (proven)."""
+
+    row: Row  # the known columns that identify the row
+    column: str
+    value: Any
+
+
+@dataclass(frozen=True)
 class ReconstructionResult:
     """Everything the exact engine proved about the hidden table.
 
@@ -33,6 +43,7 @@ class ReconstructionResult:
     complete: bool = False
     solutions: list[list[Row]] = field(default_factory=list)
     certain_rows: list[CertainRow] = field(default_factory=list)
+    certain_cells: list[CertainCell] = field(default_factory=list)
     column_values: dict[str, list[Any]] = field(default_factory=dict)
     certain_complete: bool = False
     conflict: list[str] = field(default_factory=list)
@@ -52,6 +63,9 @@ class ReconstructionResult:
             "solutions": self.solutions,
             "certain_rows": [
                 {"row": c.row, "multiplicity": c.multiplicity} for c in self.certain_rows
+            ],
+            "certain_cells": [
+                {"row": c.row, "column": c.column, "value": c.value} for c in self.certain_cells
             ],
             "column_values": self.column_values,
             "certain_complete": self.certain_complete,

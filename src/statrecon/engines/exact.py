@@ -17,7 +17,7 @@ from statrecon.engines.record_model import RecordModel
 from statrecon.release.known import KnownData
 from statrecon.release.model import Release
 from statrecon.release.schema import ColumnType
-from statrecon.result import CertainRow, ReconstructionResult, Row, Status
+from statrecon.result import CertainCell, CertainRow, ReconstructionResult, Row, Status
 
 Dataset = tuple[tuple[int, ...], ...]
 
@@ -125,6 +125,7 @@ def reconstruct_exact(
                                     **base)
 
     status: Status
+    cells = _cells_seen(datasets, rm)
     if complete:
         status = "unique" if len(datasets) == 1 else "multiple"
         certain = _intersection(datasets)
@@ -134,6 +135,8 @@ def reconstruct_exact(
         status = "multiple" if len(datasets) >= 2 else "unknown"
         certain, values, certain_complete = _prove_certain(release, known, options, deadline,
                                                            datasets, rm)
+        cells, cells_proven = _prove_cells(release, known, options, deadline, cells)
+        certain_complete = certain_complete and cells_proven
     keep = datasets if options.keep_solutions is None else datasets[: options.keep_solutions]
     return ReconstructionResult(
         status=status,
@@ -141,6 +144,10 @@ def reconstruct_exact(
         complete=complete,
         solutions=[_decode(d, rm) for d in keep],
         certain_rows=[CertainRow(_decode_row(t, rm), k) for t, k in sorted(certain.items())],
+        certain_cells=[
+            CertainCell(_known_part(rm, r), name, rm.release.schema.column(name).decode(v))
+            for (r, name), vs in sorted(cells.items()) if len(vs) == 1 for v in vs
+        ],
         column_values={c: [rm.release.schema.column(c).decode(v) for v in sorted(vs)]
                        for c, vs in values.items()},
         certain_complete=certain_complete,
@@ -156,6 +163,60 @@ def _decode_row(t: tuple[int, ...], rm: RecordModel) -> Row:
 
 def _decode(d: Dataset, rm: RecordModel) -> list[Row]:
     return [_decode_row(t, rm) for t in d]
+
+
+def _identifiable_rows(rm: RecordModel) -> dict[tuple[Any, ...], int]:
+    """Public rows whose known values appear once: an attacker can point at them."""
+    if rm.known.public is None:
+        return {}
+    keys = [tuple(rm.x[r][c.name] for c in rm.columns if c.known) for r in range(rm.n)]
+    counts = Counter(keys)
+    return {k: r for r, k in enumerate(keys) if counts[k] == 1}
+
+
+def _known_part(rm: RecordModel, r: int) -> Row:
+    row = _decode_row(tuple(rm.x[r][c.name] if c.known else 0 for c in rm.columns), rm)
+    return {c.name: row[c.name] for c in rm.columns if c.known}
+
+
+def _cells_seen(datasets: list[Dataset], rm: RecordModel) -> dict[tuple[int, str], set[int]]:
+    """For identifiable public rows: the values each unknown cell takes across datasets."""
+    rows = _identifiable_rows(rm)
+    known_pos = [i for i, c in enumerate(rm.columns) if c.known]
+    unknown_pos = [(i, c.name) for i, c in enumerate(rm.columns) if not c.known]
+    seen: dict[tuple[int, str], set[int]] = {}
+    for d in datasets:
+        for t in d:
+            r = rows.get(tuple(t[i] for i in known_pos))
+            if r is None:
+                continue
+            for i, name in unknown_pos:
+                seen.setdefault((r, name), set()).add(t[i])
+    return seen
+
+
+def _prove_cells(
+    release: Release, known: KnownData, options: ExactOptions, deadline: _Deadline,
+    cells: dict[tuple[int, str], set[int]],
+) -> tuple[dict[tuple[int, str], set[int]], bool]:
+    """Prove each cell that agreed in every found dataset: is any other value possible?"""
+    proven = True
+    out = dict(cells)
+    for (r, name), vs in sorted(cells.items()):
+        if len(vs) != 1:
+            continue
+        rm = RecordModel(release, known, symmetry_breaking=options.symmetry_breaking)
+        rm.model.add(rm.x[r][name] != next(iter(vs)))
+        solver = _solver(options, deadline)
+        status = solver.solve(rm.model)
+        if status == cp_model.INFEASIBLE:
+            continue
+        if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            out[(r, name)] = vs | {int(solver.value(rm.x[r][name]))}
+        else:
+            out[(r, name)] = vs | {-1}  # undecided: not reported as certain
+            proven = False
+    return out, proven
 
 
 def _intersection(datasets: list[Dataset]) -> Counter[tuple[int, ...]]:

@@ -62,6 +62,24 @@ def rows_table(title: str, columns: tuple[str, ...], rows: list[Row],
     return Group(Text(title, style="bold"), table)
 
 
+def cells_table(result: ReconstructionResult) -> Group:
+    """Per identifiable public row: the unknown values every consistent dataset agrees on."""
+    by_row: dict[tuple[Any, ...], dict[str, Any]] = {}
+    known: list[str] = list(result.certain_cells[0].row)
+    for cell in result.certain_cells:
+        key = tuple(cell.row.values())
+        by_row.setdefault(key, {}).update(cell.row)
+        by_row[key][cell.column] = cell.value
+    unknown = [c for c in result.columns if c not in known]
+    table = Table(show_edge=False)
+    for c in [*known, *unknown]:
+        table.add_column(Text(c), justify="right")
+    for row in by_row.values():
+        table.add_row(*(Text(str(row.get(c, "·"))) for c in [*known, *unknown]))
+    return Group(Text("Values proven for individual public rows (· = not determined)",
+                      style="bold"), table)
+
+
 def render(result: ReconstructionResult, console: Console, *, n_stats: int,
            show_all: bool = False) -> None:
     console.print(headline(result, n_stats))
@@ -81,6 +99,8 @@ def render(result: ReconstructionResult, console: Console, *, n_stats: int,
     elif result.solutions:
         console.print(rows_table("One consistent dataset (of several)", result.columns,
                                  result.solutions[0]))
+    if result.status != "unique" and result.certain_cells:
+        console.print(cells_table(result))
     if result.status != "unique":
         if result.certain_rows:
             console.print(rows_table(
