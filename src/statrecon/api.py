@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from statrecon.engines.exact import ExactOptions, reconstruct_exact
+from statrecon.engines.linear import METHODS as LINEAR_METHODS
+from statrecon.engines.linear import LinearOptions, LinearResult, reconstruct_linear
 from statrecon.errors import StatreconError
 from statrecon.release.files import load_release
-from statrecon.release.known import PublicTable, compile_known, load_public
+from statrecon.release.known import PublicTable, compile_known, load_public, read_table
 from statrecon.release.model import Release
 from statrecon.result import ReconstructionResult
 
-METHODS = ("auto", "exact")
+METHODS = ("auto", "exact", *LINEAR_METHODS)
 
 
 def reconstruct(
@@ -19,8 +24,12 @@ def reconstruct(
     public: PublicTable | str | Path | None = None,
     method: str = "auto",
     options: ExactOptions | None = None,
-) -> ReconstructionResult:
-    """Find every dataset consistent with a release and what they all agree on.
+    linear: LinearOptions | None = None,
+    bounds: tuple[str, str] | None = None,
+) -> ReconstructionResult | LinearResult:
+    """Find what a release reveals. ``auto`` sends releases linear in one secret column of
+    known rows to the linear engine (``determine``: exact determinability plus a least-squares
+    estimate), everything else to the exact CP-SAT engine.
 
     >>> result = reconstruct("examples/block.yaml")      # doctest: +SKIP
     >>> result.status, result.solution_count              # doctest: +SKIP
@@ -31,6 +40,27 @@ def reconstruct(
     if method not in METHODS:
         raise StatreconError(f"unknown method '{method}' (choose from {', '.join(METHODS)})")
     table = resolve_public(release, public)
+    if method != "exact":
+        from statrecon.engines.linear_model import compile_linear, linear_reason
+
+        reason = linear_reason(release) if table is not None else "no public table"
+        if method == "auto" and reason is None:
+            method = "determine"
+        if method in LINEAR_METHODS:
+            if reason is not None:
+                raise StatreconError(f"--method {method}: {reason}")
+            assert table is not None
+            per_record = _bounds(bounds, table, release) if bounds else None
+            system = compile_linear(release, table, per_record)
+            opts = linear or LinearOptions()
+            from dataclasses import replace
+
+            try:
+                return reconstruct_linear(system, replace(opts, method=method))
+            except ValueError as e:
+                raise StatreconError(f"--method {method}: {e}") from None
+        if bounds:
+            raise StatreconError("--bounds applies to the linear engine only")
     known = compile_known(release, table)
     missing = [s.where_text for s in release.statistics if s.answer is None]
     if missing:
@@ -50,3 +80,32 @@ def resolve_public(release: Release, public: PublicTable | str | Path | None
     if path is None:
         return None
     return load_public(path, release.schema)
+
+
+def _bounds(spec: tuple[str, str], table: PublicTable, release: Release
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """``--bounds lower,upper``: numbers for every record, or columns of the public table."""
+    frame: Any = None
+    out = []
+    for side in spec:
+        text = side.strip()
+        try:
+            out.append(np.full(table.rows, float(text)))
+            continue
+        except ValueError:
+            pass
+        if frame is None:
+            frame = read_table(Path(table.source))
+        if text not in frame.columns:
+            raise StatreconError(f"--bounds: '{text}' is neither a number nor a column of "
+                                 f"{table.source} (has: {', '.join(map(str, frame.columns))})")
+        try:
+            values = frame[text].astype(float).to_numpy()
+        except (TypeError, ValueError):
+            raise StatreconError(f"--bounds: column '{text}' of {table.source} is not "
+                                 "numeric") from None
+        if np.isnan(values).any():
+            row = int(np.flatnonzero(np.isnan(values))[0]) + 2
+            raise StatreconError(f"{table.source}:{row}: column '{text}' is empty")
+        out.append(values)
+    return out[0], out[1]

@@ -30,11 +30,20 @@ def reconstruct(
     release: Annotated[Path, typer.Argument(help="Release file (YAML, version 1).")],
     public: Annotated[Path | None, typer.Option(
         help="Public table (CSV/Parquet) with the release's known columns.")] = None,
+    method: Annotated[str, typer.Option(
+        help="auto (linear releases -> determine, else exact), exact, determine, ls, lp-l1, "
+             "lp-linf, ip, kaczmarz, sgd.")] = "auto",
+    bounds: Annotated[str | None, typer.Option(
+        help="Linear engine: per-record bounds 'lower,upper', numbers or public-table "
+             "columns.")] = None,
+    truth: Annotated[Path | None, typer.Option(
+        help="Linear engine: the true table (public order) to score the estimate.")] = None,
     all_: Annotated[bool, typer.Option("--all", help="Show every dataset found.")] = False,
     limit: Annotated[int, typer.Option(min=1, help="Stop enumerating after this many "
                                        "datasets.")] = 10_000,
     time_limit: Annotated[float | None, typer.Option(
         min=0.001, help="Seconds for the whole run; past it the answer is 'unknown'.")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of randomized methods.")] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
     symmetry_breaking: Annotated[bool, typer.Option(
         help="Order interchangeable rows so each dataset is found once.")] = True,
@@ -42,25 +51,49 @@ def reconstruct(
     """Find every dataset consistent with a release; say what is certain."""
     from statrecon.api import reconstruct as run
     from statrecon.engines.exact import ExactOptions
+    from statrecon.engines.linear import LinearOptions, LinearResult
     from statrecon.release.files import load_release
 
     rel = load_release(release)
+    pair = None
+    if bounds is not None:
+        parts = bounds.split(",")
+        if len(parts) != 2 or not all(p.strip() for p in parts):
+            raise StatreconError(f"--bounds {bounds!r}: expected 'lower,upper'")
+        pair = (parts[0], parts[1])
+    linear = LinearOptions(time_limit=time_limit if time_limit is not None else 60.0, seed=seed)
     options = ExactOptions(limit=limit, time_limit=time_limit,
-                           keep_solutions=None if all_ else (None if as_json else 10),
+                           keep_solutions=None if all_ else (1 if as_json else 10),
                            symmetry_breaking=symmetry_breaking)
+    console = Console()
     if as_json:
-        options = ExactOptions(limit=limit, time_limit=time_limit,
-                               keep_solutions=None if all_ else 1,
-                               symmetry_breaking=symmetry_breaking)
-        result = run(rel, public=public, options=options)
-        sys.stdout.write(json.dumps(result.to_json()) + "\n")
+        result = run(rel, public=public, method=method, options=options, linear=linear,
+                     bounds=pair)
     else:
-        from statrecon.report.text import render
+        with console.status("Reconstructing…", spinner="dots"):
+            result = run(rel, public=public, method=method, options=options, linear=linear,
+                         bounds=pair)
+    if isinstance(result, LinearResult):
+        from statrecon.report import linear as linear_report
 
-        console = Console()
-        with console.status("Searching for consistent datasets…", spinner="dots"):
-            result = run(rel, public=public, options=options)
-        render(result, console, n_stats=len(rel.statistics), show_all=all_)
+        data = linear_report.to_json(result)
+        if truth is not None:
+            linear_report.add_truth(data, result, truth)
+        if as_json:
+            sys.stdout.write(json.dumps(data) + "\n")
+        else:
+            linear_report.render(result, console, data)
+            if all_:
+                linear_report.render_estimate(data, console)
+    else:
+        if truth is not None:
+            raise StatreconError("--truth applies to the linear engine only")
+        if as_json:
+            sys.stdout.write(json.dumps(result.to_json()) + "\n")
+        else:
+            from statrecon.report.text import render
+
+            render(result, console, n_stats=len(rel.statistics), show_all=all_)
     code = {"infeasible": EXIT_INFEASIBLE, "unknown": EXIT_UNKNOWN}.get(result.status, EXIT_OK)
     raise typer.Exit(code)
 

@@ -1,0 +1,637 @@
+"""Linear reconstruction: one secret column of known rows from statistics linear in it.
+
+Two kinds of answer, kept apart:
+
+* ``determine`` proves, with exact rational arithmetic (FLINT), which unknowns every solution of
+  the exact statistics shares, and gives for each the combination of statistics that yields it
+  (a difference attack). Nothing here is floating point.
+* The estimators (``ls``, ``lp-l1``, ``lp-linf``, ``ip``, ``kaczmarz``, ``sgd``) return the most
+  plausible secret column under noise; they are estimates, never proofs, except ``ip`` whose
+  optimum is proven by HiGHS (status OPTIMAL) or reported ``unknown``.
+
+The numeric functions take a matrix and answers (no release, no I/O), so experiments and
+benchmarks call them directly.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from statrecon.engines.linear_model import LinearSystem
+
+Matrix = Any  # numpy array or scipy.sparse matrix
+METHODS = ("determine", "ls", "lp-l1", "lp-linf", "ip", "kaczmarz", "sgd")
+
+
+# --------------------------------------------------------------------------- estimators
+
+def solve_ls(F: Matrix, a: np.ndarray, lower: np.ndarray | None = None,
+             upper: np.ndarray | None = None, weights: np.ndarray | None = None) -> np.ndarray:
+    """Least squares. Without bounds: the minimum-norm minimiser (normal equations when F has
+    full column rank and is dense, LSQR when sparse, SVD otherwise). With bounds: the analytic
+    centre of all bounded minimisers, i.e. the point of the optimal set farthest from every
+    bound; a vertex would claim records sit on their bounds, which the data do not say."""
+    a = np.asarray(a, dtype=float)
+    if weights is not None:
+        w = np.sqrt(np.asarray(weights, dtype=float))
+        F = sp.diags(w) @ F if sp.issparse(F) else F * w[:, None]
+        a = a * w
+    n = F.shape[1]
+    bounded = (lower is not None and np.isfinite(lower).any()) or (
+        upper is not None and np.isfinite(upper).any())
+    if not bounded:
+        return _ls_unbounded(F, a)
+    lo = np.full(n, -np.inf) if lower is None else np.asarray(lower, dtype=float)
+    hi = np.full(n, np.inf) if upper is None else np.asarray(upper, dtype=float)
+    from scipy.optimize import lsq_linear
+
+    first = lsq_linear(F, a, bounds=(lo, hi), method="bvls" if not sp.issparse(F) and n <= 2000
+                       else "trf", lsmr_tol="auto", tol=1e-12)
+    x0 = np.clip(first.x, lo, hi)
+    if n > 3000:
+        return np.asarray(x0)
+    return analytic_centre(F, F @ x0, lo, hi, x0)
+
+
+def _ls_unbounded(F: Matrix, a: np.ndarray) -> np.ndarray:
+    k, n = F.shape
+    if sp.issparse(F):
+        density = F.nnz / max(1, k * n)
+        if density < 0.05 or k * n > 4e8:
+            from scipy.sparse.linalg import lsqr
+
+            return np.asarray(lsqr(F, a, atol=1e-12, btol=1e-12, iter_lim=20 * n)[0])
+        F = F.toarray()
+    F = np.asarray(F, dtype=float)
+    if k >= n:
+        import scipy.linalg as la
+
+        G = F.T @ F
+        try:
+            c, low = la.cho_factor(G, check_finite=False)
+            x = la.cho_solve((c, low), F.T @ a, check_finite=False)
+            if np.all(np.isfinite(x)) and np.linalg.cond(np.diag(np.diag(c))) < 1e10:
+                return np.asarray(x)
+        except la.LinAlgError:
+            pass
+    return np.asarray(np.linalg.lstsq(F, a, rcond=None)[0])
+
+
+def analytic_centre(F: Matrix, target: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                    start: np.ndarray, iterations: int = 80) -> np.ndarray:
+    """The point maximising sum(log(x - lo) + log(hi - x)) subject to F x = target.
+
+    Coordinates that every point of the set pins to a bound stay there; the rest move to the
+    centre by Newton steps on the barrier restricted to the null space of F."""
+    from scipy.linalg import null_space
+
+    Fd = F.toarray() if sp.issparse(F) else np.asarray(F, dtype=float)
+    free = _free_coordinates(Fd, target, lo, hi)
+    x = start.copy()
+    if not free.any():
+        return x
+    inner = _interior_point(Fd, target, lo, hi, free)
+    if inner is None:
+        return x
+    x = inner
+    fixed = ~free
+    A = Fd[:, free]
+    N = null_space(A) if A.shape[0] else np.eye(int(free.sum()))
+    if N.shape[1] == 0:
+        return x
+    lo_f, hi_f = lo[free], hi[free]
+    y = x[free]
+    finite_lo, finite_hi = np.isfinite(lo_f), np.isfinite(hi_f)
+    for _ in range(iterations):
+        g = np.where(finite_lo, 1 / (y - lo_f), 0) - np.where(finite_hi, 1 / (hi_f - y), 0)
+        h = np.where(finite_lo, 1 / (y - lo_f) ** 2, 0) + np.where(finite_hi,
+                                                                  1 / (hi_f - y) ** 2, 0)
+        H = N.T @ (h[:, None] * N)
+        gz = N.T @ g
+        try:
+            dz = np.linalg.solve(H + 1e-14 * np.eye(H.shape[0]), gz)
+        except np.linalg.LinAlgError:
+            break
+        d = N @ dz
+        step = 1.0
+        while step > 1e-12:
+            z = y + step * d
+            if np.all(z > lo_f) and np.all(z < hi_f):
+                break
+            step *= 0.5
+        y = y + 0.99 * step * d if step < 1 else y + d
+        if float(gz @ dz) < 1e-16:
+            break
+    x[free] = y
+    x[fixed] = inner[fixed]
+    return x
+
+
+def _free_coordinates(F: np.ndarray, target: np.ndarray, lo: np.ndarray, hi: np.ndarray
+                      ) -> np.ndarray:
+    """Coordinates that some point of {F x = target, lo <= x <= hi} keeps off both bounds."""
+    from scipy.optimize import linprog
+
+    n = F.shape[1]
+    free = np.zeros(n, dtype=bool)
+    pending = np.ones(n, dtype=bool)
+    span = np.where(np.isfinite(hi - lo), hi - lo, 1.0)
+    for _ in range(n + 1):
+        idx = np.flatnonzero(pending)
+        if idx.size == 0:
+            break
+        m = idx.size
+        # variables: x (n), s (m); maximise sum s; s_i <= x_i - lo_i, s_i <= hi_i - x_i
+        c = np.concatenate([np.zeros(n), -np.ones(m)])
+        rows, rhs = [], []
+        for j, i in enumerate(idx):
+            if np.isfinite(lo[i]):
+                r = np.zeros(n + m)
+                r[i], r[n + j] = -1, 1
+                rows.append(r)
+                rhs.append(-lo[i])
+            if np.isfinite(hi[i]):
+                r = np.zeros(n + m)
+                r[i], r[n + j] = 1, 1
+                rows.append(r)
+                rhs.append(hi[i])
+        bounds = [(lo[i] if np.isfinite(lo[i]) else None, hi[i] if np.isfinite(hi[i]) else None)
+                  for i in range(n)] + [(0, min(1.0, span[i] / 4)) for i in idx]
+        res = linprog(c, A_ub=np.array(rows) if rows else None, b_ub=np.array(rhs) if rhs
+                      else None, A_eq=np.hstack([F, np.zeros((F.shape[0], m))]) if F.shape[0]
+                      else None, b_eq=target if F.shape[0] else None, bounds=bounds,
+                      method="highs")
+        if res.status != 0:
+            break
+        s = res.x[n:]
+        newly = idx[s > 1e-9]
+        if newly.size == 0:
+            break
+        free[newly] = True
+        pending[newly] = False
+    return free
+
+
+def _interior_point(F: np.ndarray, target: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                    free: np.ndarray) -> np.ndarray | None:
+    """A point of the set strictly inside the bounds on every free coordinate."""
+    from scipy.optimize import linprog
+
+    n = F.shape[1]
+    idx = np.flatnonzero(free)
+    # maximise t with x_i - lo_i >= t and hi_i - x_i >= t on free coordinates
+    c = np.zeros(n + 1)
+    c[-1] = -1
+    rows, rhs = [], []
+    for i in idx:
+        scale = hi[i] - lo[i] if np.isfinite(hi[i] - lo[i]) else 1.0
+        if np.isfinite(lo[i]):
+            r = np.zeros(n + 1)
+            r[i], r[-1] = -1, scale
+            rows.append(r)
+            rhs.append(-lo[i])
+        if np.isfinite(hi[i]):
+            r = np.zeros(n + 1)
+            r[i], r[-1] = 1, scale
+            rows.append(r)
+            rhs.append(hi[i])
+    bounds = [(lo[i] if np.isfinite(lo[i]) else None, hi[i] if np.isfinite(hi[i]) else None)
+              for i in range(n)] + [(0, 0.5)]
+    res = linprog(c, A_ub=np.array(rows) if rows else None, b_ub=np.array(rhs) if rhs else None,
+                  A_eq=np.hstack([F, np.zeros((F.shape[0], 1))]) if F.shape[0] else None,
+                  b_eq=target if F.shape[0] else None, bounds=bounds, method="highs")
+    if res.status != 0 or res.x[-1] <= 1e-12:
+        return None
+    return np.asarray(res.x[:n])
+
+
+def solve_lp_l1(F: Matrix, a: np.ndarray, lower: np.ndarray, upper: np.ndarray,
+                weights: np.ndarray | None = None, time_limit: float | None = None
+                ) -> np.ndarray:
+    """Minimise the total (weighted) error sum_j w_j |a_j - F_j x| in the box (HiGHS)."""
+    k, n = F.shape
+    w = np.ones(k) if weights is None else np.asarray(weights, dtype=float)
+    Fs = sp.csr_matrix(F)
+    eye = sp.identity(k, format="csr")
+    A_eq = sp.hstack([Fs, eye, -eye], format="csc")
+    c = np.concatenate([np.zeros(n), w, w])
+    lb = np.concatenate([lower, np.zeros(2 * k)])
+    ub = np.concatenate([upper, np.full(2 * k, np.inf)])
+    return _highs_lp(c, A_eq, np.asarray(a, float), np.asarray(a, float), lb, ub, n,
+                     time_limit)
+
+
+def solve_lp_linf(F: Matrix, a: np.ndarray, lower: np.ndarray, upper: np.ndarray,
+                  time_limit: float | None = None) -> np.ndarray:
+    """Minimise the largest error max_j |a_j - F_j x| in the box (Dinur–Nissim, HiGHS)."""
+    k, n = F.shape
+    Fs = sp.csr_matrix(F)
+    eye = sp.identity(k, format="csr")
+    ones = sp.csr_matrix(np.ones((k, 1)))
+    # rows: F x + e = a ; e - t <= 0 ; -e - t <= 0  (variables x, e, t)
+    top = sp.hstack([Fs, eye, sp.csr_matrix((k, 1))])
+    up = sp.hstack([sp.csr_matrix((k, n)), eye, -ones])
+    down = sp.hstack([sp.csr_matrix((k, n)), -eye, -ones])
+    A = sp.vstack([top, up, down], format="csc")
+    a = np.asarray(a, float)
+    row_lo = np.concatenate([a, np.full(2 * k, -np.inf)])
+    row_hi = np.concatenate([a, np.zeros(2 * k)])
+    c = np.concatenate([np.zeros(n + k), [1.0]])
+    lb = np.concatenate([lower, np.full(k, -np.inf), [0.0]])
+    ub = np.concatenate([upper, np.full(k, np.inf), [np.inf]])
+    return _highs_lp(c, A, row_lo, row_hi, lb, ub, n, time_limit)
+
+
+def _highs_lp(c: np.ndarray, A: sp.csc_matrix, row_lo: np.ndarray, row_hi: np.ndarray,
+              lb: np.ndarray, ub: np.ndarray, n: int, time_limit: float | None,
+              integrality: np.ndarray | None = None) -> np.ndarray:
+    x, _ = _highs(c, A, row_lo, row_hi, lb, ub, time_limit, integrality)
+    return x[:n]
+
+
+def _highs(c: np.ndarray, A: sp.csc_matrix, row_lo: np.ndarray, row_hi: np.ndarray,
+           lb: np.ndarray, ub: np.ndarray, time_limit: float | None,
+           integrality: np.ndarray | None = None) -> tuple[np.ndarray, str]:
+    import highspy
+
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    if time_limit is not None:
+        h.setOptionValue("time_limit", float(time_limit))
+    inf = highspy.kHighsInf
+    lp = highspy.HighsLp()
+    lp.num_col_ = len(c)
+    lp.num_row_ = A.shape[0]
+    lp.col_cost_ = c
+    lp.col_lower_ = np.where(np.isfinite(lb), lb, -inf)
+    lp.col_upper_ = np.where(np.isfinite(ub), ub, inf)
+    lp.row_lower_ = np.where(np.isfinite(row_lo), row_lo, -inf)
+    lp.row_upper_ = np.where(np.isfinite(row_hi), row_hi, inf)
+    A = A.tocsc()
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = A.indptr
+    lp.a_matrix_.index_ = A.indices
+    lp.a_matrix_.value_ = A.data
+    if integrality is not None:
+        lp.integrality_ = [highspy.HighsVarType.kInteger if v else
+                           highspy.HighsVarType.kContinuous for v in integrality]
+    h.passModel(lp)
+    h.run()
+    status = h.getModelStatus()
+    names = {highspy.HighsModelStatus.kOptimal: "optimal",
+             highspy.HighsModelStatus.kInfeasible: "infeasible",
+             highspy.HighsModelStatus.kTimeLimit: "unknown"}
+    label = names.get(status, "unknown")
+    sol = h.getSolution()
+    x = np.asarray(sol.col_value, dtype=float)
+    if x.size != len(c):
+        x = np.full(len(c), np.nan)
+    return x, label
+
+
+def solve_ip(F: Matrix, a: np.ndarray, lower: np.ndarray, upper: np.ndarray,
+             errors: np.ndarray | None = None, time_limit: float | None = 60.0,
+             weights: np.ndarray | None = None) -> tuple[np.ndarray, str]:
+    """Exact integer decoding (HiGHS MILP): integer x in the box minimising the total error,
+    with each statistic's error at most its bound when one is given. Status ``optimal`` is
+    proven by HiGHS; a time-out gives ``unknown`` with the best point found (if any)."""
+    k, n = F.shape
+    w = np.ones(k) if weights is None else np.asarray(weights, dtype=float)
+    Fs = sp.csr_matrix(F)
+    eye = sp.identity(k, format="csr")
+    A = sp.hstack([Fs, eye, -eye], format="csc")
+    c = np.concatenate([np.zeros(n), w, w])
+    cap = np.full(k, np.inf) if errors is None else np.asarray(errors, dtype=float)
+    lb = np.concatenate([np.ceil(lower - 1e-9), np.zeros(2 * k)])
+    ub = np.concatenate([np.floor(upper + 1e-9), cap, cap])
+    integrality = np.concatenate([np.ones(n, bool), np.zeros(2 * k, bool)])
+    a = np.asarray(a, float)
+    x, status = _highs(c, A, a, a, lb, ub, time_limit, integrality)
+    return x[:n], status
+
+
+def solve_kaczmarz(F: Matrix, a: np.ndarray, lower: np.ndarray | None = None,
+                   upper: np.ndarray | None = None, epochs: float = 5.0, block: int = 32,
+                   rng: np.random.Generator | None = None, x0: np.ndarray | None = None
+                   ) -> np.ndarray:
+    """Randomized (block) Kaczmarz over statistics drawn one block at a time, each step
+    projecting onto the block's hyperplanes and then onto the box. Touches only the rows it
+    draws, so it serves statistics that arrive as a stream."""
+    rng = rng or np.random.default_rng(0)
+    n = F.shape[1]
+    Fr: Any
+    if sp.issparse(F):
+        Fr = sp.csr_matrix(F, dtype=float)
+        norms = np.asarray(Fr.multiply(Fr).sum(axis=1)).ravel()
+    else:
+        Fr = np.asarray(F, dtype=float)
+        norms = np.einsum("ij,ij->i", Fr, Fr)
+    nonzero = np.flatnonzero(norms > 0)
+    x = np.zeros(n) if x0 is None else np.array(x0, dtype=float)
+    lo = None if lower is None else np.asarray(lower, float)
+    hi = None if upper is None else np.asarray(upper, float)
+    if lo is not None or hi is not None:
+        x = np.clip(x, lo if lo is not None else -np.inf, hi if hi is not None else np.inf)
+        x = np.where(np.isfinite(x), x, 0.0)
+    steps = math.ceil(epochs * nonzero.size / block)
+    p = norms[nonzero] / norms[nonzero].sum()
+    a = np.asarray(a, float)
+    for _ in range(steps):
+        rows = rng.choice(nonzero, size=min(block, nonzero.size), replace=False, p=p)
+        Fb = Fr[rows]
+        resid = a[rows] - Fb @ x
+        upd = (resid / norms[rows]) / rows.size
+        x = x + Fb.T @ upd
+        if lo is not None or hi is not None:
+            np.clip(x, lo, hi, out=x)
+    return x
+
+
+def solve_sgd(F: Matrix, a: np.ndarray, lower: np.ndarray, upper: np.ndarray,
+              epochs: int = 200, lr: float = 0.05, batch: int = 64,
+              rng: np.random.Generator | None = None, backend: str = "auto") -> np.ndarray:
+    """Adam on the mean squared residual with the sigmoid box reparametrisation
+    x = lower + (upper - lower) * sigmoid(z). Uses torch when installed (``statrecon[torch]``)
+    and asked for or ``auto``; numpy otherwise (same algorithm)."""
+    lo, hi = np.asarray(lower, float), np.asarray(upper, float)
+    if not (np.isfinite(lo).all() and np.isfinite(hi).all()):
+        raise ValueError("sgd needs finite lower and upper bounds for every record")
+    if backend in ("auto", "torch"):
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            if backend == "torch":
+                raise
+        else:
+            return _sgd_torch(F, a, lo, hi, epochs, lr, batch, rng)
+    return _sgd_numpy(F, a, lo, hi, epochs, lr, batch, rng)
+
+
+def _sgd_numpy(F: Matrix, a: np.ndarray, lo: np.ndarray, hi: np.ndarray, epochs: int,
+               lr: float, batch: int, rng: np.random.Generator | None) -> np.ndarray:
+    rng = rng or np.random.default_rng(0)
+    k, n = F.shape
+    Fr = sp.csr_matrix(F, dtype=float) if sp.issparse(F) else np.asarray(F, dtype=float)
+    a = np.asarray(a, float)
+    z = np.zeros(n)
+    m, v = np.zeros(n), np.zeros(n)
+    b1, b2, eps, t = 0.9, 0.999, 1e-8, 0
+    span = hi - lo
+    for _ in range(epochs):
+        order = rng.permutation(k)
+        for start in range(0, k, batch):
+            rows = order[start:start + batch]
+            s = 1 / (1 + np.exp(-z))
+            x = lo + span * s
+            Fb = Fr[rows]
+            resid = Fb @ x - a[rows]
+            grad_x = np.asarray(Fb.T @ resid).ravel() * (2 / rows.size)
+            g = grad_x * span * s * (1 - s)
+            t += 1
+            m = b1 * m + (1 - b1) * g
+            v = b2 * v + (1 - b2) * g * g
+            z -= lr * (m / (1 - b1**t)) / (np.sqrt(v / (1 - b2**t)) + eps)
+    return np.asarray(lo + span / (1 + np.exp(-z)))
+
+
+def _sgd_torch(F: Matrix, a: np.ndarray, lo: np.ndarray, hi: np.ndarray, epochs: int,
+               lr: float, batch: int, rng: np.random.Generator | None) -> np.ndarray:
+    import torch
+
+    gen = torch.Generator().manual_seed(int((rng or np.random.default_rng(0)).integers(2**31)))
+    Fd = F.toarray() if sp.issparse(F) else np.asarray(F)
+    Ft = torch.tensor(Fd, dtype=torch.float64)
+    at = torch.tensor(np.asarray(a, float), dtype=torch.float64)
+    lt, span = torch.tensor(lo), torch.tensor(hi - lo)
+    z = torch.zeros(Fd.shape[1], dtype=torch.float64, requires_grad=True)
+    opt = torch.optim.Adam([z], lr=lr)
+    k = Fd.shape[0]
+    for _ in range(epochs):
+        order = torch.randperm(k, generator=gen)
+        for start in range(0, k, batch):
+            rows = order[start:start + batch]
+            x = lt + span * torch.sigmoid(z)
+            loss = torch.mean((Ft[rows] @ x - at[rows]) ** 2)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    with torch.no_grad():
+        return np.asarray((lt + span * torch.sigmoid(z)).numpy())
+
+
+# --------------------------------------------------------------------------- determinability
+
+@dataclass(frozen=True)
+class Certificate:
+    """x[index] = sum(coefficient * answer of statistic): proof that the record is pinned."""
+
+    index: int
+    value: Fraction
+    terms: tuple[tuple[int, Fraction], ...]  # (statistic row, coefficient)
+
+
+@dataclass(frozen=True)
+class Determination:
+    """Exact determinability of every unknown from the exact statistics (FLINT, rationals)."""
+
+    consistent: bool
+    rank: int
+    determined: tuple[Certificate, ...]
+    conflict: tuple[int, ...] = ()  # statistic rows whose combination contradicts (if any)
+    elapsed_s: float = 0.0
+
+
+def determine(F: Matrix, answers: list[Fraction] | tuple[Fraction, ...]) -> Determination:
+    """Which unknowns every real solution of ``F x = answers`` shares, proven exactly.
+
+    x_j is shared by all solutions iff e_j lies in the row space of F, i.e. iff the reduced row
+    echelon form of F (computed over the rationals) has a row equal to e_j. The certificate y
+    (with F^T y = e_j) comes from the same elimination run on [F | I]; it is checked again with
+    exact arithmetic before being reported. Identical columns (records no statistic tells apart)
+    are never determined and are collapsed first."""
+    import flint
+
+    start = time.perf_counter()
+    Fs = sp.csr_matrix(F)
+    k, n = Fs.shape
+    if k == 0 or n == 0:
+        return Determination(True, 0, (), elapsed_s=time.perf_counter() - start)
+    dense = Fs.toarray()
+    if not np.allclose(dense, np.round(dense)):
+        raise ValueError("determine needs integer coefficients")
+    dense = np.round(dense).astype(np.int64)
+    # Collapse identical columns: a record shares its column with another -> not determined.
+    uniq, first, counts = np.unique(dense.T, axis=0, return_index=True, return_counts=True)
+    candidates = np.sort(first[(counts == 1) & np.any(uniq != 0, axis=1)])
+    sub = dense[:, candidates]
+    # Rows that touch no candidate still matter (they constrain duplicated columns), but they
+    # cannot help pin a candidate: y may use them only with coefficient 0 on candidate columns.
+    # Keep the full row set: F restricted to the other columns is part of F^T y = e_j.
+    others = np.setdiff1d(np.arange(n), candidates)
+    oth = dense[:, others]
+    # Distinct columns among the others are enough for the condition F_others^T y = 0.
+    oth_u = np.unique(oth.T, axis=0).T if oth.size else np.zeros((k, 0), dtype=np.int64)
+    oth_u = oth_u[:, np.any(oth_u != 0, axis=0)] if oth_u.size else oth_u
+    m = sub.shape[1]
+    # Column order: candidates, then other distinct columns, then the identity (certificates).
+    block = np.hstack([sub, oth_u, np.eye(k, dtype=np.int64)])
+    R, den, rank_aug = flint.fmpz_mat(block.tolist()).rref()
+    width = sub.shape[1] + oth_u.shape[1]
+    rows = R.tolist()
+    b = [Fraction(v) for v in answers]
+    certs: list[Certificate] = []
+    rank = 0
+    conflict: tuple[int, ...] = ()
+    consistent = True
+    den_i = int(den)
+    for r in range(rank_aug):
+        row = [int(v) for v in rows[r]]
+        nz = [c for c in range(width) if row[c] != 0]
+        if not nz:
+            # A combination y of statistics with F^T y = 0: its answers must combine to 0.
+            y = [Fraction(row[width + i], den_i) for i in range(k)]
+            total = sum((yi * bi for yi, bi in zip(y, b, strict=True) if yi), Fraction(0))
+            if total != 0 and consistent:
+                consistent = False
+                conflict = tuple(i for i in range(k) if y[i] != 0)
+            continue
+        rank += 1
+        if len(nz) == 1 and nz[0] < m:
+            j = nz[0]
+            y = [Fraction(row[width + i], row[j]) for i in range(k)]
+            terms = tuple((i, yi) for i, yi in enumerate(y) if yi != 0)
+            col = int(candidates[j])
+            _verify_certificate(Fs, col, terms)
+            value = sum((c * b[i] for i, c in terms), Fraction(0))
+            certs.append(Certificate(col, value, terms))
+    certs.sort(key=lambda c: c.index)
+    return Determination(consistent, rank, tuple(certs) if consistent else (), conflict,
+                         time.perf_counter() - start)
+
+
+def _verify_certificate(F: sp.csr_matrix, col: int, terms: tuple[tuple[int, Fraction], ...]
+                        ) -> None:
+    """Exact check that sum_i y_i F_i = e_col; a failure is a bug, never a result."""
+    acc: dict[int, Fraction] = {}
+    for i, c in terms:
+        start, end = F.indptr[i], F.indptr[i + 1]
+        for j, v in zip(F.indices[start:end], F.data[start:end], strict=True):
+            acc[int(j)] = acc.get(int(j), Fraction(0)) + c * round(float(v))
+    bad = [j for j, v in acc.items() if v != (1 if j == col else 0)]
+    if acc.get(col, Fraction(0)) != 1 or bad:
+        raise AssertionError(f"certificate for record {col} does not verify")
+
+
+# --------------------------------------------------------------------------- the engine
+
+@dataclass(frozen=True)
+class LinearOptions:
+    method: str = "ls"
+    time_limit: float | None = 60.0
+    seed: int = 0
+    epochs: float = 20.0
+    determine_limit: int = 4_000_000  # skip exact determinability above k*n entries
+
+
+@dataclass(frozen=True)
+class LinearResult:
+    """An estimate of the secret column plus the records proven exactly (``determined``)."""
+
+    status: str  # "estimated" | "optimal" | "unique" | "multiple" | "infeasible" | "unknown"
+    method: str
+    estimate: np.ndarray  # raw (real-valued) estimate per record
+    labels: list[Any]  # estimate in the secret column's own values
+    determination: Determination | None
+    residual: float
+    system: LinearSystem
+    elapsed_s: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+
+def round_estimate(x: np.ndarray, system: LinearSystem) -> np.ndarray:
+    """Rounding for binary/integer secrets, clipped to each record's bounds."""
+    if system.secret.kind == "real":
+        return np.clip(x, system.lower, system.upper)
+    return np.clip(np.round(x), np.ceil(system.lower - 1e-9), np.floor(system.upper + 1e-9))
+
+
+def reconstruct_linear(system: LinearSystem, options: LinearOptions) -> LinearResult:
+    """Run one method on a compiled system; determinability is added when affordable."""
+    start = time.perf_counter()
+    F, a = system.matrix, system.answers
+    lo, hi = system.lower, system.upper
+    notes: list[str] = []
+    weights = _weights(system)
+    det: Determination | None = None
+    exact_rows = system.exact_rows()
+    if exact_rows.size and exact_rows.size * system.n <= options.determine_limit:
+        det = determine(F[exact_rows], [system.exact_answers[i] for i in exact_rows])
+        det = _reindex(det, exact_rows)
+    elif exact_rows.size:
+        notes.append("exact determinability skipped (system too large); none claimed")
+    method = options.method
+    status = "estimated"
+    rng = np.random.default_rng(options.seed)
+    # Least squares uses the box only when the user gave bounds as background knowledge;
+    # otherwise it is the classic minimum-norm estimate, clipped to the domain afterwards.
+    bounded = system.user_bounds
+    if method == "determine":
+        x = solve_ls(F, a, lo if bounded else None, hi if bounded else None, weights)
+        if det is None:
+            status = "unknown"
+        elif not det.consistent:
+            status = "infeasible"
+        else:
+            status = "unique" if len(det.determined) == system.n else "multiple"
+    elif method == "ls":
+        x = solve_ls(F, a, lo if bounded else None, hi if bounded else None, weights)
+    elif method == "lp-l1":
+        x = solve_lp_l1(F, a, lo, hi, weights, options.time_limit)
+    elif method == "lp-linf":
+        x = solve_lp_linf(F, a, lo, hi, options.time_limit)
+    elif method == "ip":
+        if system.secret.kind == "real":
+            raise ValueError("ip decodes integer or categorical secrets")
+        caps = np.where(np.isfinite(system.errors), system.errors, np.inf)
+        x, status = solve_ip(F, a, lo, hi, caps, options.time_limit, weights)
+        if status == "unknown" and np.isnan(x).any():
+            x = np.clip(solve_ls(F, a), lo, hi)
+            notes.append("time limit before any integer point: the estimate is least squares")
+    elif method == "kaczmarz":
+        x = solve_kaczmarz(F, a, lo, hi, epochs=options.epochs, rng=rng)
+    elif method == "sgd":
+        x = solve_sgd(F, a, lo, hi, epochs=int(options.epochs * 10), rng=rng)
+    else:
+        raise ValueError(f"unknown method {method!r} (choose from {', '.join(METHODS)})")
+    if det is not None and det.consistent:
+        for c in det.determined:  # a proven value beats any estimate
+            x[c.index] = float(c.value)
+    rounded = round_estimate(x, system)
+    residual = float(np.linalg.norm(F @ rounded - a)) if system.k else 0.0
+    labels = [system.secret.label(v) for v in rounded]
+    return LinearResult(status, method, x, labels, det, residual, system,
+                        time.perf_counter() - start, notes)
+
+
+def _weights(system: LinearSystem) -> np.ndarray | None:
+    """Exact statistics weigh most; bounded and noisy ones by the inverse of their scale."""
+    if all(kind == "exact" for kind in system.kinds):
+        return None
+    scales = np.where(system.scales > 0, system.scales, 0.0)
+    positive = scales[scales > 0]
+    floor = positive.min() / 10 if positive.size else 1.0
+    return np.asarray(1.0 / np.maximum(scales, floor) ** 2)
+
+
+def _reindex(det: Determination, rows: np.ndarray) -> Determination:
+    certs = tuple(Certificate(c.index, c.value, tuple((int(rows[i]), v) for i, v in c.terms))
+                  for c in det.determined)
+    return Determination(det.consistent, det.rank, certs,
+                         tuple(int(rows[i]) for i in det.conflict), det.elapsed_s)

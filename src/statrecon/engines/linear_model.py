@@ -1,0 +1,352 @@
+"""Compile a release into a linear system ``F x ≈ a`` over one secret column of known rows.
+
+The attacker knows every row through its public columns; one column is secret. A statistic is
+linear in that column when its WHERE clause is a public predicate, optionally AND-ed with one
+condition on a categorical secret (``COUNT(*) ... AND diagnosis = 'yes'``), or when it sums or
+averages a numeric secret over a public predicate. DuckDB evaluates every public predicate
+over the public table (in batches, one query for many predicates), which gives the 0/1 query
+matrix. AVG is turned into a SUM with the group size the public table reveals.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Literal
+
+import numpy as np
+import scipy.sparse as sp
+
+from statrecon.errors import StatreconError
+from statrecon.release.known import PublicTable
+from statrecon.release.model import Release
+from statrecon.release.predicate import And, Const, InSet, KnownBool, Not, Predicate
+from statrecon.release.schema import Column
+from statrecon.release.statistic import (
+    Aggregate,
+    Bounded,
+    Empty,
+    Exact,
+    Noisy,
+    Statistic,
+    Suppressed,
+)
+
+SecretKind = Literal["indicator", "integer", "real"]
+AnswerKind = Literal["exact", "bounded", "noisy"]
+_BATCH = 128  # public predicates evaluated per DuckDB query
+
+
+class NotLinear(StatreconError):
+    """The release is not linear in one secret column; the message names the statistic."""
+
+
+@dataclass(frozen=True)
+class SecretColumn:
+    """The reconstructed column. For a categorical secret the unknown is the indicator of
+    ``target`` (a set of its values); ``other`` names the complement when reporting."""
+
+    name: str
+    kind: SecretKind
+    lower: float
+    upper: float
+    target: tuple[str, ...] = ()
+    other: str = ""
+
+    def label(self, value: float) -> Any:
+        """An estimated unknown in the column's own values."""
+        if self.kind == "indicator":
+            return self.target[0] if len(self.target) == 1 and value >= 0.5 else (
+                " or ".join(self.target) if value >= 0.5 else self.other)
+        if self.kind == "integer":
+            return round(value)
+        return float(value)
+
+
+@dataclass(frozen=True)
+class LinearSystem:
+    """``matrix @ x`` approximates ``answers``; per statistic: how exact its answer is.
+
+    ``matrix`` rows are 0/1 (integer coefficients) so exact arithmetic can use it as is;
+    ``exact_answers`` keeps the published rationals (AVG already multiplied by group size).
+    """
+
+    matrix: sp.csr_matrix
+    answers: np.ndarray
+    exact_answers: tuple[Fraction, ...]
+    errors: np.ndarray  # half-width of the guaranteed interval (0 exact, inf noisy)
+    scales: np.ndarray  # noise scale for weighting (error bound or noise parameter)
+    kinds: tuple[AnswerKind, ...]
+    stat_ids: tuple[str, ...]
+    secret: SecretColumn
+    lower: np.ndarray
+    upper: np.ndarray
+    public: PublicTable | None = None
+    ignored: tuple[str, ...] = ()
+    user_bounds: bool = False  # bounds given as background knowledge (--bounds)
+
+    @property
+    def n(self) -> int:
+        return int(self.matrix.shape[1])
+
+    @property
+    def k(self) -> int:
+        return int(self.matrix.shape[0])
+
+    def exact_rows(self) -> np.ndarray:
+        return np.array([i for i, kind in enumerate(self.kinds) if kind == "exact"], dtype=int)
+
+
+@dataclass(frozen=True)
+class _Parsed:
+    stat: Statistic
+    public_sql: str  # "TRUE" when the WHERE has no public part
+    sign: int  # +1: counts the target; -1: counts its complement (row becomes count - ...)
+    aggregate: Aggregate
+
+
+def secret_column(release: Release) -> Column:
+    """The one unknown column a linear release reconstructs."""
+    unknown = release.schema.unknown
+    if len(unknown) != 1:
+        names = ", ".join(c.name for c in unknown) or "none"
+        raise NotLinear(f"{release.source or 'release'}: the linear engine needs exactly one "
+                        f"unknown column (found: {names})")
+    return unknown[0]
+
+
+def linear_reason(release: Release) -> str | None:
+    """Why a release is not linear in one secret column over public rows (None: it is)."""
+    try:
+        _parse_all(release)
+    except NotLinear as e:
+        return str(e)
+    if not release.schema.known:
+        return "no known columns: the rows are not known to the attacker"
+    return None
+
+
+def compile_linear(release: Release, public: PublicTable,
+                   bounds: tuple[np.ndarray, np.ndarray] | None = None) -> LinearSystem:
+    """Evaluate every public predicate with DuckDB and build the sparse system."""
+    secret, parsed, ignored = _parse_all(release)
+    n = public.rows
+    lower = np.full(n, secret.lower, dtype=float)
+    upper = np.full(n, secret.upper, dtype=float)
+    if bounds is not None:
+        lower = np.maximum(lower, bounds[0])
+        upper = np.minimum(upper, bounds[1])
+        bad = np.flatnonzero(lower > upper)
+        if bad.size:
+            raise StatreconError(
+                f"bounds: record {int(bad[0]) + 1} has lower {lower[bad[0]]} above upper "
+                f"{upper[bad[0]]} (after the domain of {secret.name})")
+    masks = evaluate_predicates(release, public, [p.public_sql for p in parsed],
+                                [p.stat.where_text for p in parsed])
+    rows: list[np.ndarray] = []
+    answers: list[float] = []
+    exact: list[Fraction] = []
+    errors: list[float] = []
+    scales: list[float] = []
+    kinds: list[AnswerKind] = []
+    ids: list[str] = []
+    for p, mask in zip(parsed, masks, strict=True):
+        group = int(mask.sum())
+        counted = p.stat.query.column
+        if p.aggregate is Aggregate.COUNT_DISTINCT and counted is not None and len(
+                set(public.columns[counted])) != public.rows:
+            raise NotLinear(f"{p.stat.where_text}: COUNT(DISTINCT {counted}) counts rows only "
+                            f"when {counted} is unique in the public table ({public.source})")
+        ans = p.stat.answer
+        if isinstance(ans, Empty):
+            if group:
+                raise StatreconError(f"{p.stat.where_text}: published as empty, but "
+                                     f"{group} public rows match its WHERE")
+            ignored.append(p.stat.id)
+            continue
+        if isinstance(ans, Suppressed):
+            if p.aggregate not in (Aggregate.COUNT, Aggregate.COUNT_DISTINCT):
+                ignored.append(p.stat.id)
+                continue
+            value = Fraction(ans.min_count + ans.max_count, 2)
+            error = Fraction(ans.max_count - ans.min_count, 2)
+            kind: AnswerKind = "bounded"
+        elif isinstance(ans, Exact):
+            value, error, kind = ans.value, Fraction(0), "exact"
+        elif isinstance(ans, Bounded):
+            value, error, kind = ans.value, ans.error, "bounded"
+        elif isinstance(ans, Noisy):
+            value, error, kind = ans.value, Fraction(0), "noisy"
+        else:
+            raise StatreconError(f"{p.stat.where_text} has no published value")
+        scale = 1.0
+        if p.aggregate is Aggregate.AVG:
+            if group == 0:
+                raise StatreconError(f"{p.stat.where_text}: AVG over no public rows")
+            value, error, scale = value * group, error * group, float(group)
+        if p.sign < 0:  # count(not target AND p) = |p| - count(target AND p)
+            value = Fraction(group) - value
+        if kind == "noisy":
+            assert isinstance(ans, Noisy)
+            param = next(iter(ans.distribution.values()), 1.0)
+            scales.append(float(param) * scale)
+            errors.append(float("inf"))
+        else:
+            scales.append(max(float(error), 0.0))
+            errors.append(float(error))
+        rows.append(mask)
+        answers.append(float(value))
+        exact.append(value)
+        kinds.append(kind)
+        ids.append(p.stat.id)
+    if rows:
+        matrix = sp.csr_matrix(np.vstack(rows).astype(np.float64))
+    else:
+        matrix = sp.csr_matrix((0, n), dtype=np.float64)
+    return LinearSystem(
+        matrix=matrix, answers=np.array(answers, dtype=float), exact_answers=tuple(exact),
+        errors=np.array(errors, dtype=float), scales=np.array(scales, dtype=float),
+        kinds=tuple(kinds), stat_ids=tuple(ids), secret=secret, lower=lower, upper=upper,
+        public=public, ignored=tuple(ignored), user_bounds=bounds is not None,
+    )
+
+
+def evaluate_predicates(release: Release, public: PublicTable, sqls: list[str],
+                        owners: list[str]) -> list[np.ndarray]:
+    """One boolean vector per public predicate, in public-table order (DuckDB, batched)."""
+    import duckdb
+    import pandas as pd
+
+    frame = pd.DataFrame({**public.columns, "__row": range(public.rows)})
+    con = duckdb.connect()
+    try:
+        con.register("__public", frame)
+        con.execute(f'CREATE TEMP VIEW "{release.schema.table}" AS SELECT * FROM __public')
+        out: list[np.ndarray] = [np.zeros(0, dtype=bool)] * len(sqls)
+        distinct = {s: i for i, s in enumerate(sqls)}
+        order = list(distinct)
+        for start in range(0, len(order), _BATCH):
+            batch = order[start:start + _BATCH]
+            try:
+                cols = _select(con, release.schema.table, batch)
+            except duckdb.Error:
+                cols = []
+                for sql in batch:  # find the statistic DuckDB rejects
+                    try:
+                        cols.extend(_select(con, release.schema.table, [sql]))
+                    except duckdb.Error as e:
+                        owner = owners[distinct[sql]]
+                        raise StatreconError(f"{owner}: DuckDB cannot evaluate {sql!r}: "
+                                             f"{str(e).splitlines()[0]}") from None
+            for sql, col in zip(batch, cols, strict=True):
+                if col is None:
+                    raise StatreconError(
+                        f"{owners[distinct[sql]]}: {sql!r} is NULL on a public row")
+                out[distinct[sql]] = col
+        for i, sql in enumerate(sqls):
+            if out[i].size == 0 and public.rows:
+                out[i] = out[distinct[sql]]
+        return out
+    finally:
+        con.close()
+
+
+def _select(con: Any, table: str, batch: list[str]) -> list[np.ndarray | None]:
+    exprs = ", ".join(f"CAST(({sql}) AS BOOLEAN) AS c{i}" for i, sql in enumerate(batch))
+    result = con.execute(f'SELECT {exprs} FROM "{table}" ORDER BY __row').fetchnumpy()
+    cols: list[np.ndarray | None] = []
+    for i in range(len(batch)):
+        col = result[f"c{i}"]
+        if np.ma.isMaskedArray(col) and np.ma.getmaskarray(col).any():
+            cols.append(None)
+            continue
+        cols.append(np.asarray(col, dtype=bool))
+    return cols
+
+
+def _parse_all(release: Release) -> tuple[SecretColumn, list[_Parsed], list[str]]:
+    col = secret_column(release)
+    parsed: list[_Parsed] = []
+    ignored: list[str] = []
+    target: frozenset[str] | None = None
+    for stat in release.statistics:
+        if stat.answer is None:
+            raise StatreconError(f"{stat.where_text} has no published value "
+                                 "(fill it with statrecon tabulate)")
+        q = stat.query
+        known, secret_parts = _split(q.where, col.name, stat)
+        public_sql = " AND ".join(f"({s})" for s in known) or "TRUE"
+        if q.aggregate in (Aggregate.COUNT, Aggregate.COUNT_DISTINCT):
+            if not secret_parts:
+                ignored.append(stat.id)  # a count of public rows: no information on the secret
+                continue
+            if not col.is_categorical:
+                raise NotLinear(f"{stat.where_text}: a condition on the numeric secret "
+                                f"{col.name} is not linear in it; use SUM/AVG")
+            values = frozenset(col.values)
+            chosen = values
+            for part, negated in secret_parts:
+                chosen = chosen & (values - part if negated else part)
+            if target is None:
+                target = chosen
+            if chosen == target:
+                sign = 1
+            elif chosen == values - target:
+                sign = -1
+            else:
+                raise NotLinear(
+                    f"{stat.where_text}: counts {col.name} in {sorted(chosen)}, another "
+                    f"statistic in {sorted(target)}; one indicator per release")
+            parsed.append(_Parsed(stat, public_sql, sign, q.aggregate))
+        elif q.aggregate in (Aggregate.SUM, Aggregate.AVG):
+            if q.column != col.name:
+                raise NotLinear(f"{stat.where_text}: aggregates {q.column}, not the secret")
+            if secret_parts:
+                raise NotLinear(f"{stat.where_text}: a condition on the secret inside a SUM/AVG "
+                                "is not linear")
+            parsed.append(_Parsed(stat, public_sql, 1, q.aggregate))
+        else:
+            raise NotLinear(f"{stat.where_text}: {q.aggregate.value.upper()} is not linear "
+                            "(use the exact engine)")
+    if col.is_categorical:
+        if target is None:
+            raise NotLinear(f"{release.source or 'release'}: no statistic counts a value of "
+                            f"{col.name}")
+        chosen_values = tuple(v for v in col.values if v in target)
+        rest = [v for v in col.values if v not in target]
+        other = rest[0] if len(rest) == 1 else "other"
+        secret = SecretColumn(col.name, "indicator", 0.0, 1.0, chosen_values, other)
+    else:
+        if any(p.aggregate in (Aggregate.COUNT, Aggregate.COUNT_DISTINCT) for p in parsed):
+            raise NotLinear("COUNT statistics need a categorical secret")
+        lo = -np.inf if col.min is None else float(col.min)
+        hi = np.inf if col.max is None else float(col.max)
+        secret = SecretColumn(col.name, "integer" if col.is_integer else "real", lo, hi)
+    return secret, parsed, ignored
+
+
+def _split(pred: Predicate, secret: str, stat: Statistic
+           ) -> tuple[list[str], list[tuple[frozenset[str], bool]]]:
+    """A WHERE as AND-ed public SQL snippets and conditions on the secret."""
+    known: list[str] = []
+    secret_parts: list[tuple[frozenset[str], bool]] = []
+
+    def walk(p: Predicate) -> None:
+        if isinstance(p, And):
+            for a in p.args:
+                walk(a)
+        elif isinstance(p, KnownBool):
+            known.append(p.sql)
+        elif isinstance(p, Const):
+            known.append("TRUE" if p.value else "FALSE")
+        elif isinstance(p, InSet) and p.column == secret:
+            secret_parts.append((p.values, False))
+        elif isinstance(p, Not) and isinstance(p.arg, InSet) and p.arg.column == secret:
+            secret_parts.append((p.arg.values, True))
+        else:
+            raise NotLinear(
+                f"{stat.where_text}: its WHERE mixes the secret {secret} with public columns "
+                "in a way that is not a conjunction (public predicate AND secret condition)")
+
+    walk(pred)
+    return known, secret_parts

@@ -1,0 +1,169 @@
+"""Linear-engine results as the stable JSON contract and as a Rich view.
+
+Proven facts (``determined``, with their certificates) are kept apart from the estimate.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+from statrecon.engines.linear import LinearResult
+from statrecon.errors import StatreconError
+from statrecon.release.known import read_table
+
+
+def _number(v: Fraction) -> int | float:
+    return int(v) if v.denominator == 1 else float(v)
+
+
+def _plain(v: Any) -> Any:
+    return v.item() if hasattr(v, "item") else v
+
+
+def to_json(result: LinearResult) -> dict[str, Any]:
+    """``{"status", "method", "estimate", "determined", "residual", "elapsed_s", ...}``."""
+    system = result.system
+    public = system.public
+    names = list(public.columns) if public is not None else []
+    estimate = []
+    for i, label in enumerate(result.labels):
+        row = {name: _plain(public.columns[name][i]) for name in names} if public else {}
+        row[system.secret.name] = label
+        estimate.append(row)
+    det = result.determination
+    ids = system.stat_ids
+    determined = [] if det is None else [
+        {"index": c.index, "value": _value(result, c.value),
+         "certificate": [{"statistic": ids[i], "coefficient": _number(co)}
+                         for i, co in c.terms]}
+        for c in det.determined
+    ]
+    out: dict[str, Any] = {
+        "status": result.status,
+        "method": result.method,
+        "secret": system.secret.name,
+        "estimate": estimate,
+        "determined": determined,
+        "determined_checked": det is not None,
+        "rank": det.rank if det is not None else None,
+        "residual": round(result.residual, 9),
+        "records": system.n,
+        "statistics": system.k,
+        "ignored_statistics": list(system.ignored),
+        "elapsed_s": round(result.elapsed_s, 4),
+    }
+    if det is not None and not det.consistent:
+        out["conflict"] = [ids[i] for i in det.conflict]
+    if result.notes:
+        out["notes"] = result.notes
+    return out
+
+
+def _value(result: LinearResult, value: Fraction) -> Any:
+    """A proven value in the column's own terms (indicator -> category)."""
+    if result.system.secret.kind == "indicator":
+        if value in (0, 1):
+            return result.system.secret.label(float(value))
+        return _number(value)
+    return _number(value)
+
+
+def add_truth(data: dict[str, Any], result: LinearResult, path: Path) -> None:
+    """Accuracy (fraction right) and, for numeric secrets, mean absolute error."""
+    system = result.system
+    name = system.secret.name
+    frame = read_table(path, (name,) if system.secret.kind == "indicator" else ())
+    if name not in frame.columns:
+        raise StatreconError(f"{path}: column '{name}' (the secret) is missing")
+    if len(frame) != system.n:
+        raise StatreconError(f"{path}: {len(frame)} rows, the public table has {system.n}")
+    truth = frame[name].tolist()
+    if system.secret.kind == "indicator":
+        known = set(system.secret.target) | {system.secret.other}
+        wanted = [str(v) in system.secret.target for v in truth]
+        got = [v >= 0.5 for v in np.round(result.estimate)]
+        bad = [i for i, v in enumerate(truth) if str(v) not in known
+               and system.secret.other != "other"]
+        if bad:
+            raise StatreconError(f"{path}:{bad[0] + 2}: '{truth[bad[0]]}' is not a value of "
+                                 f"{name}")
+        data["accuracy"] = float(np.mean(np.array(wanted) == np.array(got)))
+        return
+    try:
+        t = np.asarray(truth, dtype=float)
+    except (TypeError, ValueError):
+        raise StatreconError(f"{path}: column '{name}' is not numeric") from None
+    est = np.asarray([float(v) for v in result.labels])
+    tol = 1e-6 * np.maximum(1.0, np.abs(t))
+    if system.secret.kind == "integer":
+        tol = np.full_like(t, 0.5)
+    data["accuracy"] = float(np.mean(np.abs(est - t) <= tol))
+    data["mean_absolute_error"] = float(np.mean(np.abs(est - t)))
+
+
+def render(result: LinearResult, console: Console, data: dict[str, Any]) -> None:
+    """The human view: what is proven first, then the estimate."""
+    system = result.system
+    det = result.determination
+    name = system.secret.name
+    head = {
+        "unique": "[bold green]DETERMINED[/]: every record is pinned by the exact statistics.",
+        "multiple": "[bold yellow]PARTLY DETERMINED[/]: some records are pinned, the rest are "
+                    "estimated.",
+        "infeasible": "[bold red]INCONSISTENT[/]: the exact statistics contradict each other.",
+        "unknown": "[bold]UNKNOWN[/]: exact determinability was not computed.",
+        "optimal": "[bold green]OPTIMAL[/]: the integer decoding is proven optimal.",
+        "estimated": f"[bold]ESTIMATED[/] ({result.method}).",
+    }[result.status]
+    console.print(head)
+    console.print(f"{system.n} records, {system.k} statistics"
+                  + (f", rank {det.rank}" if det is not None else "")
+                  + f"; method {result.method}; {result.elapsed_s:.2f} s")
+    if det is not None and not det.consistent:
+        console.print("Conflicting statistics: " + ", ".join(data.get("conflict", [])))
+    if det is not None and det.determined:
+        t = Table(title=f"Proven: {len(det.determined)} record(s) of {name}")
+        t.add_column("record")
+        t.add_column(name, justify="right")
+        t.add_column("certificate (combination of statistics)")
+        for entry in data["determined"][:50]:
+            cert = " ".join(f"{'+' if c['coefficient'] > 0 else '-'} "
+                            f"{_coef(abs(c['coefficient']))}{c['statistic']}"
+                            for c in entry["certificate"])
+            t.add_row(str(entry["index"] + 1), str(entry["value"]), cert.lstrip("+ "))
+        console.print(t)
+        if len(det.determined) > 50:
+            console.print(f"... and {len(det.determined) - 50} more (use --json)")
+    elif det is not None and det.consistent:
+        console.print("No record is pinned by the exact statistics alone.")
+    console.print(f"Estimate of {name} ({result.method}, an estimate, not a proof): "
+                  f"residual {result.residual:.4g}")
+    if "accuracy" in data:
+        console.print(f"Against the truth: accuracy {data['accuracy']:.2%}"
+                      + (f", mean absolute error {data['mean_absolute_error']:.4g}"
+                         if "mean_absolute_error" in data else ""))
+    for note in result.notes:
+        console.print(f"note: {note}")
+
+
+def _coef(c: float) -> str:
+    return "" if c == 1 else f"{c:g}·"
+
+
+def render_estimate(data: dict[str, Any], console: Console) -> None:
+    """Every record with its estimated secret (only when the user asks: --all)."""
+    rows = data["estimate"]
+    if not rows:
+        return
+    t = Table(title="Estimate (public columns, estimated secret)")
+    for name in rows[0]:
+        t.add_column(name)
+    for row in rows:
+        t.add_row(*(str(v) for v in row.values()))
+    console.print(t)
