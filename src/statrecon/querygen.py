@@ -421,9 +421,11 @@ def conjunctions(
             kinds[name] = "eq"
         elif pd.api.types.is_numeric_dtype(series):
             kinds[name] = "num"
-        elif pd.api.types.is_string_dtype(series) or isinstance(
-            series.dtype, pd.CategoricalDtype
-        ) or series.dtype == object:
+        elif (
+            pd.api.types.is_string_dtype(series)
+            or isinstance(series.dtype, pd.CategoricalDtype)
+            or series.dtype == object
+        ):
             if not all(isinstance(v, str) for v in series):
                 raise QueryGenError(f"column {name!r} mixes strings with other values")
             kinds[name] = "eq"

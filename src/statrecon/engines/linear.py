@@ -259,40 +259,18 @@ def _highs_lp(c: np.ndarray, A: sp.csc_matrix, row_lo: np.ndarray, row_hi: np.nd
 def _highs(c: np.ndarray, A: sp.csc_matrix, row_lo: np.ndarray, row_hi: np.ndarray,
            lb: np.ndarray, ub: np.ndarray, time_limit: float | None,
            integrality: np.ndarray | None = None) -> tuple[np.ndarray, str]:
-    import highspy
+    """Solve with HiGHS through scipy. (highspy's own build clashes with the HiGHS inside
+    OR-Tools when both load in one process, so scipy's copy is the one used.)"""
+    from scipy.optimize import Bounds, LinearConstraint, milp
 
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
+    options: dict[str, Any] = {"disp": False}
     if time_limit is not None:
-        h.setOptionValue("time_limit", float(time_limit))
-    inf = highspy.kHighsInf
-    lp = highspy.HighsLp()
-    lp.num_col_ = len(c)
-    lp.num_row_ = A.shape[0]
-    lp.col_cost_ = c
-    lp.col_lower_ = np.where(np.isfinite(lb), lb, -inf)
-    lp.col_upper_ = np.where(np.isfinite(ub), ub, inf)
-    lp.row_lower_ = np.where(np.isfinite(row_lo), row_lo, -inf)
-    lp.row_upper_ = np.where(np.isfinite(row_hi), row_hi, inf)
-    A = A.tocsc()
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = A.indptr
-    lp.a_matrix_.index_ = A.indices
-    lp.a_matrix_.value_ = A.data
-    if integrality is not None:
-        lp.integrality_ = [highspy.HighsVarType.kInteger if v else
-                           highspy.HighsVarType.kContinuous for v in integrality]
-    h.passModel(lp)
-    h.run()
-    status = h.getModelStatus()
-    names = {highspy.HighsModelStatus.kOptimal: "optimal",
-             highspy.HighsModelStatus.kInfeasible: "infeasible",
-             highspy.HighsModelStatus.kTimeLimit: "unknown"}
-    label = names.get(status, "unknown")
-    sol = h.getSolution()
-    x = np.asarray(sol.col_value, dtype=float)
-    if x.size != len(c):
-        x = np.full(len(c), np.nan)
+        options["time_limit"] = float(time_limit)
+    res = milp(c, constraints=LinearConstraint(A, row_lo, row_hi),
+               integrality=None if integrality is None else integrality.astype(int),
+               bounds=Bounds(lb, ub), options=options)
+    label = {0: "optimal", 2: "infeasible"}.get(res.status, "unknown")
+    x = np.asarray(res.x, dtype=float) if res.x is not None else np.full(len(c), np.nan)
     return x, label
 
 
