@@ -133,7 +133,7 @@ matrices = st.integers(1, 6).flatmap(lambda k: st.integers(1, 7).flatmap(
 @given(matrices, st.integers(0, 10**6))
 def test_determine_agrees_with_exact_oracle(rows: list[list[int]], seed: int) -> None:
     A = np.array(rows, dtype=float)
-    k, n = A.shape
+    _k, n = A.shape
     x_true = np.random.default_rng(seed).integers(-5, 6, size=n)
     b = [Fraction(int(v)) for v in np.array(rows, dtype=np.int64) @ x_true]
     det = determine(A, b)
@@ -163,7 +163,7 @@ def test_never_determined_when_two_solutions_differ(rows: list[list[int]], seed:
     A = np.array(rows, dtype=float)
     n = A.shape[1]
     x = np.random.default_rng(seed).integers(-5, 6, size=n).astype(float)
-    b = [Fraction(int(round(v))) for v in A @ x]
+    b = [Fraction(round(v)) for v in A @ x]
     det = determine(A, b)
     N = null_space(A)
     for c in det.determined:
