@@ -32,12 +32,24 @@ METHODS = ("determine", "ls", "lp-l1", "lp-linf", "ip", "kaczmarz", "sgd")
 
 # --------------------------------------------------------------------------- estimators
 
+def check_system(F: Matrix, a: Any, lower: Any = None, upper: Any = None) -> None:
+    """One answer per statistic and one bound per record, or a clear error."""
+    k, n = F.shape
+    if np.ndim(a) != 1 or len(a) != k:
+        raise ValueError(f"{np.size(a)} answers for {k} statistics (one answer per row of the "
+                         "query matrix)")
+    for name, b in (("lower", lower), ("upper", upper)):
+        if b is not None and (np.ndim(b) != 1 or len(b) != n):
+            raise ValueError(f"{np.size(b)} {name} bounds for {n} records")
+
+
 def solve_ls(F: Matrix, a: np.ndarray, lower: np.ndarray | None = None,
              upper: np.ndarray | None = None, weights: np.ndarray | None = None) -> np.ndarray:
     """Least squares. Without bounds: the minimum-norm minimiser (normal equations when F has
     full column rank and is dense, LSQR when sparse, SVD otherwise). With bounds: the analytic
     centre of all bounded minimisers, i.e. the point of the optimal set farthest from every
     bound; a vertex would claim records sit on their bounds, which the data do not say."""
+    check_system(F, a, lower, upper)
     a = np.asarray(a, dtype=float)
     if weights is not None:
         w = np.sqrt(np.asarray(weights, dtype=float))
@@ -216,6 +228,7 @@ def solve_lp_l1(F: Matrix, a: np.ndarray, lower: np.ndarray, upper: np.ndarray,
                 weights: np.ndarray | None = None, time_limit: float | None = None
                 ) -> np.ndarray:
     """Minimise the total (weighted) error sum_j w_j |a_j - F_j x| in the box (HiGHS)."""
+    check_system(F, a, lower, upper)
     k, n = F.shape
     w = np.ones(k) if weights is None else np.asarray(weights, dtype=float)
     Fs = sp.csr_matrix(F)
@@ -231,6 +244,7 @@ def solve_lp_l1(F: Matrix, a: np.ndarray, lower: np.ndarray, upper: np.ndarray,
 def solve_lp_linf(F: Matrix, a: np.ndarray, lower: np.ndarray, upper: np.ndarray,
                   time_limit: float | None = None) -> np.ndarray:
     """Minimise the largest error max_j |a_j - F_j x| in the box (Dinur–Nissim, HiGHS)."""
+    check_system(F, a, lower, upper)
     k, n = F.shape
     Fs = sp.csr_matrix(F)
     eye = sp.identity(k, format="csr")
@@ -280,6 +294,7 @@ def solve_ip(F: Matrix, a: np.ndarray, lower: np.ndarray, upper: np.ndarray,
     """Exact integer decoding (HiGHS MILP): integer x in the box minimising the total error,
     with each statistic's error at most its bound when one is given. Status ``optimal`` is
     proven by HiGHS; a time-out gives ``unknown`` with the best point found (if any)."""
+    check_system(F, a, lower, upper)
     k, n = F.shape
     w = np.ones(k) if weights is None else np.asarray(weights, dtype=float)
     Fs = sp.csr_matrix(F)
@@ -302,6 +317,7 @@ def solve_kaczmarz(F: Matrix, a: np.ndarray, lower: np.ndarray | None = None,
     """Randomized (block) Kaczmarz over statistics drawn one block at a time, each step
     projecting onto the block's hyperplanes and then onto the box. Touches only the rows it
     draws, so it serves statistics that arrive as a stream."""
+    check_system(F, a, lower, upper)
     rng = rng or np.random.default_rng(0)
     n = F.shape[1]
     Fr: Any
@@ -338,6 +354,7 @@ def solve_sgd(F: Matrix, a: np.ndarray, lower: np.ndarray, upper: np.ndarray,
     """Adam on the mean squared residual with the sigmoid box reparametrisation
     x = lower + (upper - lower) * sigmoid(z). Uses torch when installed (``statrecon[torch]``)
     and asked for or ``auto``; numpy otherwise (same algorithm)."""
+    check_system(F, a, lower, upper)
     lo, hi = np.asarray(lower, float), np.asarray(upper, float)
     if not (np.isfinite(lo).all() and np.isfinite(hi).all()):
         raise ValueError("sgd needs finite lower and upper bounds for every record")
@@ -434,6 +451,7 @@ def determine(F: Matrix, answers: list[Fraction] | tuple[Fraction, ...]) -> Dete
     (with F^T y = e_j) comes from the same elimination run on [F | I]; it is checked again with
     exact arithmetic before being reported. Identical columns (records no statistic tells apart)
     are never determined and are collapsed first."""
+    check_system(F, list(answers))
     import flint
 
     start = time.perf_counter()

@@ -20,7 +20,7 @@ import scipy.sparse as sp
 from statrecon.errors import StatreconError
 from statrecon.release.known import PublicTable
 from statrecon.release.model import Release
-from statrecon.release.predicate import And, Const, InSet, KnownBool, Not, Predicate
+from statrecon.release.predicate import And, Compare, Const, InSet, KnownBool, Not, Predicate
 from statrecon.release.schema import Column
 from statrecon.release.statistic import (
     Aggregate,
@@ -343,10 +343,14 @@ def _split(pred: Predicate, secret: str, stat: Statistic
             secret_parts.append((p.values, False))
         elif isinstance(p, Not) and isinstance(p.arg, InSet) and p.arg.column == secret:
             secret_parts.append((p.arg.values, True))
+        elif isinstance(p, Compare):
+            raise NotLinear(
+                f"{stat.where_text}: a comparison on the secret {secret} is not linear in it "
+                "(the linear engine takes public predicates AND secret = value, or SUM/AVG)")
         else:
             raise NotLinear(
-                f"{stat.where_text}: its WHERE mixes the secret {secret} with public columns "
-                "in a way that is not a conjunction (public predicate AND secret condition)")
+                f"{stat.where_text}: its WHERE is not linear in the secret {secret}: it must be "
+                "a public predicate AND-ed with a secret condition, not inside OR/NOT")
 
     walk(pred)
     return known, secret_parts

@@ -1,0 +1,130 @@
+"""``statrecon reconstruct`` on linear releases, through the real console script: the JSON
+contract of issue 3, routing, --truth, --bounds, and user errors (exit 1, one line)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from test_cli import EXAMPLES, assert_user_error, json_of, statrecon
+
+HOSPITAL = EXAMPLES / "hospital.yaml"
+
+
+def test_auto_routes_hospital_to_linear_with_the_json_contract() -> None:
+    proc = statrecon("reconstruct", HOSPITAL, "--json")
+    assert proc.returncode == 0, proc.stderr
+    data = json_of(proc)
+    assert data["method"] == "determine" and data["status"] == "multiple"
+    assert {"status", "method", "estimate", "determined", "residual", "elapsed_s"} <= set(data)
+    assert data["determined"] == [{"index": 1, "value": 5.2, "certificate": [
+        {"statistic": "q1", "coefficient": 1}, {"statistic": "q2", "coefficient": -1},
+        {"statistic": "q3", "coefficient": -1}]}]
+    # the estimate lists public columns and the secret, in public-table order
+    assert [row["id"] for row in data["estimate"]] == [1, 2, 3, 4, 5, 6]
+    assert set(data["estimate"][0]) == {"id", "zip", "gender", "sugar"}
+    assert data["estimate"][1]["sugar"] == 5.2
+
+
+def test_truth_adds_accuracy_and_mean_absolute_error() -> None:
+    proc = statrecon("reconstruct", HOSPITAL, "--method", "ls", "--bounds",
+                     "sugar_low,sugar_high", "--truth", EXAMPLES / "hospital_truth.csv",
+                     "--json")
+    assert proc.returncode == 0, proc.stderr
+    data = json_of(proc)
+    assert data["method"] == "ls"
+    assert 0 < data["accuracy"] <= 1
+    # truth: 4.3 5.2 6.1 3.2 7.1 6.2; estimate ≈ 4.07 5.2 5.17 5.17 7.33 5.17
+    assert data["mean_absolute_error"] == pytest.approx(
+        (0.229 + 0 + 0.933 + 1.967 + 0.229 + 1.033) / 6, abs=0.01)
+
+
+def test_human_view_shows_the_proof_not_the_rows() -> None:
+    proc = statrecon("reconstruct", HOSPITAL)
+    assert proc.returncode == 0, proc.stderr
+    assert "q1 - q2 - q3" in proc.stdout and "5.2" in proc.stdout
+    assert "32453" not in proc.stdout  # public rows only with --all
+
+
+@pytest.mark.parametrize("method", ["lp-l1", "lp-linf", "kaczmarz", "sgd"])
+def test_every_estimator_runs_from_the_command_line(method: str) -> None:
+    proc = statrecon("reconstruct", HOSPITAL, "--method", method, "--bounds", "3,10", "--json")
+    assert proc.returncode == 0, proc.stderr
+    data = json_of(proc)
+    assert data["method"] == method and len(data["estimate"]) == 6
+    assert all(3 - 1e-6 <= row["sugar"] <= 10 + 1e-6 for row in data["estimate"])
+
+
+def write(tmp: Path, name: str, text: str) -> Path:
+    path = tmp / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+RELEASE_HEAD = """version: 1
+table: patients
+columns:
+  id:     {type: integer, known: true}
+  zip:    {type: integer, known: true}
+  gender: {type: categorical, values: [Male, Female], known: true}
+  sugar:  {type: real, min: 0, max: 40}
+statistics:
+"""
+
+
+def test_secret_inside_a_public_function_is_a_clear_error(tmp_path: Path) -> None:
+    rel = write(tmp_path, "r.yaml", RELEASE_HEAD + (
+        "  - {id: q9, sql: \"SELECT SUM(sugar) FROM patients WHERE floor(id * 2 + sugar) = 3\","
+        " value: 1}\n"))
+    proc = statrecon("reconstruct", rel, "--public", EXAMPLES / "hospital_public.csv")
+    assert_user_error(proc, "r.yaml", "q9", "sugar")
+
+
+def test_public_table_missing_a_known_column(tmp_path: Path) -> None:
+    pub = write(tmp_path, "p.csv", "id,gender\n1,Male\n2,Female\n")
+    proc = statrecon("reconstruct", HOSPITAL, "--public", pub)
+    assert_user_error(proc, "p.csv", "zip", "missing")
+
+
+def test_truth_of_the_wrong_length(tmp_path: Path) -> None:
+    truth = write(tmp_path, "t.csv", "id,sugar\n1,4.3\n2,5.2\n")
+    proc = statrecon("reconstruct", HOSPITAL, "--truth", truth)
+    assert_user_error(proc, "t.csv", "2 rows", "6")
+
+
+def test_explicit_linear_method_on_a_non_linear_release() -> None:
+    proc = statrecon("reconstruct", EXAMPLES / "clinic.yaml", "--method", "ls")
+    assert_user_error(proc, "--method ls", "exactly one unknown column")
+
+
+def test_condition_on_numeric_secret_with_explicit_method(tmp_path: Path) -> None:
+    rel = write(tmp_path, "r.yaml", RELEASE_HEAD + (
+        "  - {id: hi, sql: \"SELECT COUNT(*) FROM patients WHERE sugar > 6\", value: 2}\n"))
+    proc = statrecon("reconstruct", rel, "--public", EXAMPLES / "hospital_public.csv",
+                     "--method", "lp-l1")
+    assert_user_error(proc, "statistic 'hi'", "not linear")
+
+
+def test_bad_bounds(tmp_path: Path) -> None:
+    proc = statrecon("reconstruct", HOSPITAL, "--bounds", "3")
+    assert_user_error(proc, "--bounds", "lower,upper")
+    proc = statrecon("reconstruct", HOSPITAL, "--bounds", "3,nosuchcolumn")
+    assert_user_error(proc, "nosuchcolumn", "neither a number nor a column")
+    proc = statrecon("reconstruct", HOSPITAL, "--bounds", "8,5")
+    assert_user_error(proc, "bounds", "above upper")
+
+
+def test_inconsistent_exact_statistics_exit_2(tmp_path: Path) -> None:
+    rel = write(tmp_path, "r.yaml", RELEASE_HEAD + (
+        "  - {id: all, sql: \"SELECT SUM(sugar) FROM patients\", value: 30}\n"
+        "  - {id: men, sql: \"SELECT SUM(sugar) FROM patients WHERE gender = 'Male'\", "
+        "value: 10}\n"
+        "  - {id: women, sql: \"SELECT SUM(sugar) FROM patients WHERE gender = 'Female'\", "
+        "value: 10}\n"))
+    proc = statrecon("reconstruct", rel, "--public", EXAMPLES / "hospital_public.csv",
+                     "--json")
+    assert proc.returncode == 2, proc.stderr
+    data = json_of(proc)
+    assert data["status"] == "infeasible"
+    assert sorted(data["conflict"]) == ["all", "men", "women"]
