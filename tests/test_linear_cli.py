@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from test_cli import EXAMPLES, assert_user_error, json_of, statrecon
 
 HOSPITAL = EXAMPLES / "hospital.yaml"
