@@ -129,17 +129,31 @@ matrices = st.integers(1, 6).flatmap(lambda k: st.integers(1, 7).flatmap(
                                 max_size=n), min_size=k, max_size=k)))
 
 
-@settings(max_examples=150, deadline=None)
-@given(matrices, st.integers(0, 10**6))
-def test_determine_agrees_with_exact_oracle(rows: list[list[int]], seed: int) -> None:
+@settings(max_examples=200, deadline=None)
+@given(matrices, st.integers(0, 10**6), st.sampled_from(["auto", "rref"]),
+       st.booleans(), st.booleans())
+def test_determine_agrees_with_exact_oracle(rows: list[list[int]], seed: int, algorithm: str,
+                                            dependent: bool, corrupt: bool) -> None:
+    rng = np.random.default_rng(seed)
+    if dependent and len(rows) >= 2:  # a statistic that is the sum of two others
+        rows = [*rows, [a + b for a, b in zip(rows[0], rows[-1], strict=True)]]
     A = np.array(rows, dtype=float)
-    _k, n = A.shape
-    x_true = np.random.default_rng(seed).integers(-5, 6, size=n)
+    n = A.shape[1]
+    x_true = rng.integers(-5, 6, size=n)
     b = [Fraction(int(v)) for v in np.array(rows, dtype=np.int64) @ x_true]
-    det = determine(A, b)
-    assert det.consistent
+    if corrupt:
+        b[int(rng.integers(len(b)))] += Fraction(1, 3)
+    det = determine(A, b, algorithm=algorithm)
     frac = [[Fraction(v) for v in r] for r in rows]
     r_a = rank(frac)
+    consistent = rank([[*r, bi] for r, bi in zip(frac, b, strict=True)]) == r_a
+    assert det.consistent == consistent
+    if not consistent:
+        assert det.determined == ()
+        # the conflict is a set of statistics that is itself inconsistent
+        sub = [frac[i] for i in det.conflict]
+        assert rank([[*frac[i], b[i]] for i in det.conflict]) > rank(sub)
+        return
     assert det.rank == r_a
     found = {c.index: c for c in det.determined}
     for j in range(n):
@@ -150,8 +164,9 @@ def test_determine_agrees_with_exact_oracle(rows: list[list[int]], seed: int) ->
             # every solution shares x_j, so it must be the true value; the certificate
             # must reproduce it from the answers
             c = found[j]
-            assert c.value == int(x_true[j])
             assert sum(co * b[i] for i, co in c.terms) == c.value
+            if not corrupt:
+                assert c.value == int(x_true[j])
 
 
 @settings(max_examples=60, deadline=None)
