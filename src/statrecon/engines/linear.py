@@ -146,44 +146,62 @@ def analytic_centre(F: Matrix, target: np.ndarray, lo: np.ndarray, hi: np.ndarra
     return x
 
 
+def _slack_rows(n: int, idx: np.ndarray, lo: np.ndarray, hi: np.ndarray, width: int,
+                col_of: np.ndarray, scale: np.ndarray) -> tuple[sp.csr_matrix, np.ndarray]:
+    """Rows ``scale*s - (x - lo) <= 0`` and ``scale*s + (x - hi) <= 0`` for coordinates idx,
+    where s is the extra variable ``col_of[j]`` (sparse: n can be thousands)."""
+    rows: list[int] = []
+    cols: list[int] = []
+    vals: list[float] = []
+    rhs: list[float] = []
+    r = 0
+    for j, i in enumerate(idx):
+        for sign, bound in ((-1.0, lo[i]), (1.0, hi[i])):
+            if not np.isfinite(bound):
+                continue
+            rows += [r, r]
+            cols += [int(i), int(col_of[j])]
+            vals += [sign, float(scale[j])]
+            rhs.append(sign * bound)
+            r += 1
+    return sp.csr_matrix((vals, (rows, cols)), shape=(r, width)), np.array(rhs, dtype=float)
+
+
+def _box_lp(F: np.ndarray, target: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+            idx: np.ndarray, extra: int, slack_col: np.ndarray, scale: np.ndarray,
+            extra_bounds: tuple[np.ndarray, np.ndarray]) -> np.ndarray | None:
+    """Maximise the sum of the extra variables subject to F x = target, box, slack rows."""
+    n = F.shape[1]
+    width = n + extra
+    A_ub, b_ub = _slack_rows(n, idx, lo, hi, width, slack_col, scale)
+    A_eq = sp.hstack([sp.csr_matrix(F), sp.csr_matrix((F.shape[0], extra))], format="csr")
+    c = np.concatenate([np.zeros(n), -np.ones(extra)])
+    lb = np.concatenate([lo, extra_bounds[0]])
+    ub = np.concatenate([hi, extra_bounds[1]])
+    A = sp.vstack([A_eq, A_ub], format="csc")
+    row_lo = np.concatenate([target, np.full(A_ub.shape[0], -np.inf)])
+    row_hi = np.concatenate([target, b_ub])
+    x, status = _highs(c, A, row_lo, row_hi, lb, ub, None)
+    return x if status == "optimal" else None
+
+
 def _free_coordinates(F: np.ndarray, target: np.ndarray, lo: np.ndarray, hi: np.ndarray
                       ) -> np.ndarray:
     """Coordinates that some point of {F x = target, lo <= x <= hi} keeps off both bounds."""
-    from scipy.optimize import linprog
-
     n = F.shape[1]
     free = np.zeros(n, dtype=bool)
     pending = np.ones(n, dtype=bool)
-    span = np.where(np.isfinite(hi - lo), hi - lo, 1.0)
+    span = np.where(np.isfinite(hi - lo), hi - lo, 4.0)
     for _ in range(n + 1):
         idx = np.flatnonzero(pending)
         if idx.size == 0:
             break
         m = idx.size
-        # variables: x (n), s (m); maximise sum s; s_i <= x_i - lo_i, s_i <= hi_i - x_i
-        c = np.concatenate([np.zeros(n), -np.ones(m)])
-        rows, rhs = [], []
-        for j, i in enumerate(idx):
-            if np.isfinite(lo[i]):
-                r = np.zeros(n + m)
-                r[i], r[n + j] = -1, 1
-                rows.append(r)
-                rhs.append(-lo[i])
-            if np.isfinite(hi[i]):
-                r = np.zeros(n + m)
-                r[i], r[n + j] = 1, 1
-                rows.append(r)
-                rhs.append(hi[i])
-        bounds = [(lo[i] if np.isfinite(lo[i]) else None, hi[i] if np.isfinite(hi[i]) else None)
-                  for i in range(n)] + [(0, min(1.0, span[i] / 4)) for i in idx]
-        res = linprog(c, A_ub=np.array(rows) if rows else None, b_ub=np.array(rhs) if rhs
-                      else None, A_eq=np.hstack([F, np.zeros((F.shape[0], m))]) if F.shape[0]
-                      else None, b_eq=target if F.shape[0] else None, bounds=bounds,
-                      method="highs")
-        if res.status != 0:
+        x = _box_lp(F, target, lo, hi, idx, m, n + np.arange(m), np.ones(m),
+                    (np.zeros(m), np.minimum(1.0, span[idx] / 4)))
+        if x is None:
             break
-        s = res.x[n:]
-        newly = idx[s > 1e-9]
+        newly = idx[x[n:] > 1e-9]
         if newly.size == 0:
             break
         free[newly] = True
@@ -194,34 +212,14 @@ def _free_coordinates(F: np.ndarray, target: np.ndarray, lo: np.ndarray, hi: np.
 def _interior_point(F: np.ndarray, target: np.ndarray, lo: np.ndarray, hi: np.ndarray,
                     free: np.ndarray) -> np.ndarray | None:
     """A point of the set strictly inside the bounds on every free coordinate."""
-    from scipy.optimize import linprog
-
     n = F.shape[1]
     idx = np.flatnonzero(free)
-    # maximise t with x_i - lo_i >= t and hi_i - x_i >= t on free coordinates
-    c = np.zeros(n + 1)
-    c[-1] = -1
-    rows, rhs = [], []
-    for i in idx:
-        scale = hi[i] - lo[i] if np.isfinite(hi[i] - lo[i]) else 1.0
-        if np.isfinite(lo[i]):
-            r = np.zeros(n + 1)
-            r[i], r[-1] = -1, scale
-            rows.append(r)
-            rhs.append(-lo[i])
-        if np.isfinite(hi[i]):
-            r = np.zeros(n + 1)
-            r[i], r[-1] = 1, scale
-            rows.append(r)
-            rhs.append(hi[i])
-    bounds = [(lo[i] if np.isfinite(lo[i]) else None, hi[i] if np.isfinite(hi[i]) else None)
-              for i in range(n)] + [(0, 0.5)]
-    res = linprog(c, A_ub=np.array(rows) if rows else None, b_ub=np.array(rhs) if rhs else None,
-                  A_eq=np.hstack([F, np.zeros((F.shape[0], 1))]) if F.shape[0] else None,
-                  b_eq=target if F.shape[0] else None, bounds=bounds, method="highs")
-    if res.status != 0 or res.x[-1] <= 1e-12:
+    scale = np.where(np.isfinite(hi[idx] - lo[idx]), hi[idx] - lo[idx], 1.0)
+    x = _box_lp(F, target, lo, hi, idx, 1, np.full(idx.size, n), scale,
+                (np.zeros(1), np.full(1, 0.5)))
+    if x is None or x[-1] <= 1e-12:
         return None
-    return np.asarray(res.x[:n])
+    return np.asarray(x[:n])
 
 
 def solve_lp_l1(F: Matrix, a: np.ndarray, lower: np.ndarray, upper: np.ndarray,
@@ -645,7 +643,10 @@ class LinearOptions:
     time_limit: float | None = 60.0
     seed: int = 0
     epochs: float = 20.0
-    determine_limit: int = 4_000_000  # skip exact determinability above k*n entries
+    # exact determinability is skipped (and nothing claimed) above these sizes: a dense
+    # full-rank system's certificates are huge rationals that nobody could read anyway
+    determine_max_rank: int = 600
+    determine_max_entries: int = 5_000_000
 
 
 @dataclass(frozen=True)
@@ -679,7 +680,8 @@ def reconstruct_linear(system: LinearSystem, options: LinearOptions) -> LinearRe
     weights = _weights(system)
     det: Determination | None = None
     exact_rows = system.exact_rows()
-    if exact_rows.size and exact_rows.size * system.n <= options.determine_limit:
+    if exact_rows.size and min(exact_rows.size, system.n) <= options.determine_max_rank and (
+            exact_rows.size * system.n <= options.determine_max_entries):
         det = determine(F[exact_rows], [system.exact_answers[i] for i in exact_rows])
         det = _reindex(det, exact_rows)
     elif exact_rows.size:
