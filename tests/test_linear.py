@@ -59,7 +59,7 @@ def test_hospital_matrix_is_the_references() -> None:
 def test_hospital_determine_exactly_record_2_with_certificate() -> None:
     result = statrecon.reconstruct(HOSPITAL, method="determine")
     assert isinstance(result, LinearResult)
-    assert result.status == "multiple"
+    assert result.status == "partial"
     data = to_json(result)
     assert data["determined"] == [{
         "index": 1, "value": 5.2,
@@ -236,7 +236,7 @@ def categorical_release(stats: str) -> str:
 
 def test_categorical_secret_indicator_and_labels() -> None:
     rng = np.random.default_rng(3)
-    n = 40
+    n = 60  # above EXACT_MAX_ROWS, so auto picks the linear engine
     ids = list(range(1, n + 1))
     truth = ["C" if v else ("A" if rng.random() < 0.5 else "B") for v in rng.random(n) < 0.4]
     stats = []
@@ -249,7 +249,7 @@ def test_categorical_secret_indicator_and_labels() -> None:
     public = PublicTable("ids", n, {"client_id": tuple(ids)})
     result = statrecon.reconstruct(rel, public=public)
     assert isinstance(result, LinearResult) and result.method == "determine"
-    assert result.status == "unique"
+    assert result.status == "determined"
     assert result.labels == ["C" if t == "C" else "other" for t in truth]
 
 
@@ -262,7 +262,7 @@ def test_count_of_complement_and_avg_are_linear() -> None:
         "  - {id: a, sql: \"SELECT COUNT(*) FROM t WHERE ill = 'yes' AND id < 3\", value: 1}\n"
         "  - {id: b, sql: \"SELECT COUNT(*) FROM t WHERE ill <> 'yes' AND id < 2\", value: 0}\n")
     public = PublicTable("ids", 3, {"id": (1, 2, 3)})
-    result = statrecon.reconstruct(parse_release(text), public=public)
+    result = statrecon.reconstruct(parse_release(text), public=public, method="determine")
     assert isinstance(result, LinearResult)
     det = {c.index: c.value for c in result.determination.determined}  # type: ignore[union-attr]
     assert det == {0: 1, 1: 0}
@@ -278,6 +278,25 @@ def test_count_of_complement_and_avg_are_linear() -> None:
     assert isinstance(result, LinearResult)
     det = {c.index: c.value for c in result.determination.determined}  # type: ignore[union-attr]
     assert det == {0: 10, 1: 20}
+
+
+def test_auto_prefers_the_exact_engine_for_a_small_discrete_secret() -> None:
+    """Two 0/1 secrets summing to 2: linear algebra pins neither, the domain pins both."""
+    text = (
+        "version: 1\ntable: t\ncolumns:\n"
+        "  id: {type: integer, known: true}\n"
+        "  ill: {type: categorical, values: ['no', 'yes']}\n"
+        "statistics:\n"
+        "  - {id: a, sql: \"SELECT COUNT(*) FROM t WHERE ill = 'yes' AND id < 3\", value: 2}\n")
+    public = PublicTable("ids", 3, {"id": (1, 2, 3)})
+    rel = parse_release(text)
+    linear = statrecon.reconstruct(rel, public=public, method="determine")
+    assert isinstance(linear, LinearResult) and linear.status == "partial"
+    assert linear.determination is not None and linear.determination.determined == ()
+    exact = statrecon.reconstruct(rel, public=public)
+    assert not isinstance(exact, LinearResult)
+    cells = {(c.row["id"], c.value) for c in exact.certain_cells}
+    assert {(1, "yes"), (2, "yes")} <= cells
 
 
 def test_auto_keeps_non_linear_releases_on_the_exact_engine() -> None:

@@ -14,6 +14,7 @@ from statrecon.errors import StatreconError
 from statrecon.release.files import load_release
 from statrecon.release.known import PublicTable, compile_known, load_public, read_table
 from statrecon.release.model import Release
+from statrecon.release.statistic import Noisy
 from statrecon.result import ReconstructionResult
 
 METHODS = ("auto", "exact", *LINEAR_METHODS)
@@ -43,8 +44,8 @@ def reconstruct(
     if method != "exact":
         from statrecon.engines.linear_model import compile_linear, linear_reason
 
-        reason = linear_reason(release) if table is not None else "no public table"
-        if method == "auto" and reason is None:
+        reason = linear_reason(release, table) if table is not None else "no public table"
+        if method == "auto" and reason is None and not _exact_is_stronger(release, table):
             method = "determine"
         if method in LINEAR_METHODS:
             if reason is not None:
@@ -69,6 +70,20 @@ def reconstruct(
             "(fill it with statrecon tabulate)"
         )
     return reconstruct_exact(release, known, options)
+
+
+EXACT_MAX_ROWS = 40
+
+
+def _exact_is_stronger(release: Release, table: PublicTable | None) -> bool:
+    """A discrete secret over few rows: CP-SAT also uses the domain (two 0/1 secrets summing
+    to 2 are both 1, which linear algebra alone cannot prove) and enumerates every dataset, so
+    ``auto`` prefers it there; real secrets and larger tables go to the linear engine."""
+    from statrecon.engines.linear_model import secret_column
+
+    secret = secret_column(release)
+    return (table is not None and table.rows <= EXACT_MAX_ROWS and secret.type != "real"
+            and not any(isinstance(s.answer, Noisy) for s in release.statistics))
 
 
 def resolve_public(release: Release, public: PublicTable | str | Path | None

@@ -128,6 +128,18 @@ def tabulate(
                                                      if suppressed else ""))
 
 
+def _register_subcommands() -> None:
+    """Commands that live in their own modules (statrecon.commands)."""
+    from statrecon.commands.audit_stream import audit_stream
+    from statrecon.commands.experiment import experiment_app
+
+    app.command("audit-stream")(audit_stream)
+    app.add_typer(experiment_app, name="experiment")
+
+
+_register_subcommands()
+
+
 def main() -> None:
     """Console entry point: user mistakes print one line and exit 1, never a traceback."""
     err = Console(stderr=True)

@@ -684,7 +684,7 @@ class LinearOptions:
 class LinearResult:
     """An estimate of the secret column plus the records proven exactly (``determined``)."""
 
-    status: str  # "estimated" | "optimal" | "unique" | "multiple" | "infeasible" | "unknown"
+    status: str  # "determined" | "partial" | "estimated" | "optimal" | "infeasible" | "unknown"
     method: str
     estimate: np.ndarray  # raw (real-valued) estimate per record
     labels: list[Any]  # estimate in the secret column's own values
@@ -729,8 +729,8 @@ def reconstruct_linear(system: LinearSystem, options: LinearOptions) -> LinearRe
             status = "unknown"
         elif not det.consistent:
             status = "infeasible"
-        else:
-            status = "unique" if len(det.determined) == system.n else "multiple"
+        else:  # "partial" claims nothing about the rest: bounds may still pin them
+            status = "determined" if len(det.determined) == system.n else "partial"
     elif method == "ls":
         x = solve_ls(F, a, lo if bounded else None, hi if bounded else None, weights)
     elif method == "lp-l1":

@@ -115,12 +115,18 @@ def secret_column(release: Release) -> Column:
     return unknown[0]
 
 
-def linear_reason(release: Release) -> str | None:
+def linear_reason(release: Release, public: PublicTable | None = None) -> str | None:
     """Why a release is not linear in one secret column over public rows (None: it is)."""
     try:
-        _parse_all(release)
+        _, parsed, _ = _parse_all(release)
     except NotLinear as e:
         return str(e)
+    for p in parsed:
+        counted = p.stat.query.column
+        if (public is not None and p.aggregate is Aggregate.COUNT_DISTINCT
+                and counted is not None and len(set(public.columns[counted])) != public.rows):
+            return (f"{p.stat.where_text}: COUNT(DISTINCT {counted}) counts rows only when "
+                    f"{counted} is unique in the public table ({public.source})")
     if not release.schema.known:
         return "no known columns: the rows are not known to the attacker"
     return None

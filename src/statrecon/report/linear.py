@@ -113,9 +113,11 @@ def render(result: LinearResult, console: Console, data: dict[str, Any]) -> None
     det = result.determination
     name = system.secret.name
     head = {
-        "unique": "[bold green]DETERMINED[/]: every record is pinned by the exact statistics.",
-        "multiple": "[bold yellow]PARTLY DETERMINED[/]: some records are pinned, the rest are "
-                    "estimated.",
+        "determined": "[bold green]DETERMINED[/]: every record is pinned by the exact "
+                      "statistics.",
+        "partial": "[bold yellow]PARTLY DETERMINED[/]: the records below are pinned by linear "
+                   "algebra alone; the rest are estimated (their domain may pin more: try "
+                   "--method exact on small tables).",
         "infeasible": "[bold red]INCONSISTENT[/]: the exact statistics contradict each other.",
         "unknown": "[bold]UNKNOWN[/]: exact determinability was not computed.",
         "optimal": "[bold green]OPTIMAL[/]: the integer decoding is proven optimal.",
