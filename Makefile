@@ -21,6 +21,7 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_exact.py
+	$(BIN)/python benchmarks/bench_linear.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
