@@ -1,0 +1,362 @@
+"""``statrecon experiment ...``: the Dinur–Nissim and Diffix experiments from the command line.
+
+A thin layer over :mod:`statrecon.experiments`: parse the options, run with a Rich progress bar
+on stderr, print a Rich table (or ``--json``) on stdout, write JSON and PNG files under
+``--out``. Every user mistake is a :class:`~statrecon.errors.StatreconError`.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from statrecon.errors import StatreconError
+
+experiment_app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Reconstruction experiments on simulated data (Dinur–Nissim, Diffix).",
+)
+
+ProgressFn = Callable[[int, int, str], None]
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+def _numbers(option: str, text: str) -> list[float]:
+    """'0, 0.05,1' -> [0.0, 0.05, 1.0]; a clear one-line error for anything else."""
+    parts = [p.strip() for p in text.split(",")]
+    if not text.strip() or any(not p for p in parts):
+        raise StatreconError(f"{option} {text!r}: expected a comma-separated list of numbers")
+    values: list[float] = []
+    for p in parts:
+        try:
+            values.append(float(p))
+        except ValueError:
+            raise StatreconError(f"{option} {text!r}: {p!r} is not a number") from None
+    return values
+
+
+def _integers(option: str, text: str) -> list[int]:
+    values = _numbers(option, text)
+    if any(not v.is_integer() for v in values):
+        raise StatreconError(f"{option} {text!r}: expected whole numbers")
+    return [int(v) for v in values]
+
+
+def _plain_numbers(option: str, text: str) -> list[float | int]:
+    """Whole numbers stay ints, so the generated SQL (and its sticky noise) match the library's
+    defaults: ``1`` and ``1.0`` are different SQL texts."""
+    return [int(v) if v.is_integer() else v for v in _numbers(option, text)]
+
+
+def _methods(text: str) -> list[str]:
+    from statrecon.experiments.dinur_nissim import ESTIMATORS
+
+    chosen = [m.strip() for m in text.split(",") if m.strip()]
+    for m in chosen:
+        if m not in ESTIMATORS:
+            raise StatreconError(f"--methods: unknown method {m!r} (choose from "
+                                 f"{', '.join(ESTIMATORS)})")
+    if not chosen:
+        raise StatreconError(f"--methods {text!r}: name at least one of {', '.join(ESTIMATORS)}")
+    return chosen
+
+
+def _prepare_out(out: Path | None) -> Path | None:
+    if out is None:
+        return None
+    if out.exists() and not out.is_dir():
+        raise StatreconError(f"--out {out}: exists and is not a directory")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise StatreconError(f"--out {out}: cannot create: {e.strerror}") from None
+    return out
+
+
+def _write_json(path: Path, data: Any) -> Path:
+    try:
+        path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    except OSError as e:
+        raise StatreconError(f"{path}: cannot write: {e.strerror}") from None
+    return path
+
+
+@contextmanager
+def _progress(description: str) -> Iterator[ProgressFn]:
+    """A Rich progress bar on stderr; the experiments report (done, total, label)."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    console = Console(stderr=True)
+    if not console.is_terminal:  # a log file or a pipe: no bar (Rich would leave blank lines)
+        yield lambda done, total, label: None
+        return
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+                  MofNCompleteColumn(), TimeElapsedColumn(), console=console,
+                  transient=True) as bar:
+        task = bar.add_task(description, total=None)
+
+        def update(done: int, total: int, label: str) -> None:
+            bar.update(task, completed=done, total=total,
+                       description=f"{description} [dim]({escape(label)})[/]")
+
+        yield update
+
+
+def _fmt(x: float | None, digits: int = 3) -> str:
+    return "–" if x is None else f"{x:.{digits}f}"
+
+
+# --------------------------------------------------------------------------- dinur-nissim
+
+
+@experiment_app.command("dinur-nissim")
+def dinur_nissim(
+    n: Annotated[int, typer.Option("--n", help="Records (secret bits).")] = 1000,
+    c: Annotated[float, typer.Option("--c", help="Queries per record: k = c·n.")] = 4.0,
+    sigmas: Annotated[str, typer.Option(
+        help="Gaussian noise levels σ in units of √n, comma separated.")]
+        = "0,0.05,0.1,0.25,0.5,1,2,4",
+    methods: Annotated[str, typer.Option(
+        help="Attacks, comma separated: ls, lp-l1, lp-linf, ip, kaczmarz, sgd.")]
+        = "ls,lp-l1,lp-linf",
+    seed: Annotated[int, typer.Option(help="Seed of secrets, queries and noise.")] = 0,
+    trials: Annotated[int, typer.Option(help="Independent instances averaged.")] = 1,
+    out: Annotated[Path | None, typer.Option(
+        help="Directory for dinur_nissim.json/png (and the optional parts' files).")] = None,
+    subsampling: Annotated[bool, typer.Option(
+        help="Also attack the subsampling defence with the first method "
+             "(subsampling.json/png).")] = False,
+    rates: Annotated[str, typer.Option(help="Subsampling rates, comma separated.")]
+        = "1,0.5,0.2,0.1,0.05",
+    runtime: Annotated[bool, typer.Option(
+        help="Also time each method as n grows (runtime.json/png).")] = False,
+    runtime_ns: Annotated[str, typer.Option(help="Values of n for --runtime.")]
+        = "100,200,500,1000",
+    exhaustive_n: Annotated[int | None, typer.Option(
+        help="Also run the all-2^n-queries attack at this n <= 16 (exhaustive.json).")] = None,
+    exhaustive_alpha: Annotated[float, typer.Option(
+        help="Error bound of the exhaustive attack's answers, as a fraction α of n.")] = 0.05,
+    exhaustive_noise: Annotated[str, typer.Option(
+        help="uniform (errors uniform in ±αn) or adversarial (pulled toward a decoy).")]
+        = "uniform",
+    time_limit: Annotated[float | None, typer.Option(
+        help="Seconds per LP/IP solve (default: none for LPs, 60 for ip).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Phase transition of linear reconstruction: accuracy against noise σ/√n."""
+    from statrecon.experiments import dinur_nissim as dn
+
+    factors = _numbers("--sigmas", sigmas)
+    chosen = _methods(methods)
+    rate_list = _numbers("--rates", rates) if subsampling else []
+    ns = _integers("--runtime-ns", runtime_ns) if runtime else []
+    if exhaustive_n is not None and not 1 <= exhaustive_n <= dn.EXHAUSTIVE_MAX_N:
+        raise StatreconError(f"--exhaustive-n {exhaustive_n}: must be in 1..{dn.EXHAUSTIVE_MAX_N}"
+                             " (2^n queries × 2^n candidates)")
+    if exhaustive_noise not in ("uniform", "adversarial"):
+        raise StatreconError(f"--exhaustive-noise {exhaustive_noise!r}: choose uniform or "
+                             "adversarial")
+    if time_limit is not None and not time_limit > 0:
+        raise StatreconError(f"--time-limit {time_limit}: must be > 0")
+    # Check the later parts' options now, not after minutes of phase transition.
+    from statrecon.mechanisms import Subsampling
+
+    for rate in rate_list:
+        Subsampling(rate)
+    if any(v < 2 for v in ns):
+        raise StatreconError(f"--runtime-ns {runtime_ns!r}: every n must be >= 2")
+    if not (exhaustive_alpha >= 0 and exhaustive_alpha < float("inf")):
+        raise StatreconError(f"--exhaustive-alpha {exhaustive_alpha}: must be a number >= 0")
+    directory = _prepare_out(out)
+    report: dict[str, Any] = {}
+    files: list[Path] = []
+    with _progress("Dinur–Nissim") as tick:
+        phase = dn.phase_transition(n, c, factors, chosen, seed, trials, tick, time_limit)
+    report["dinur_nissim"] = phase.to_json()
+    if directory is not None:
+        files.append(_write_json(directory / "dinur_nissim.json", report["dinur_nissim"]))
+        files.append(dn.plot_phase_transition(phase, directory / "dinur_nissim.png"))
+    sub = None
+    if subsampling:
+        with _progress("Subsampling") as tick:
+            sub = dn.subsampling_defence(n, c, rate_list, chosen[0], seed, progress=tick,
+                                         time_limit=time_limit)
+        report["subsampling"] = sub.to_json()
+        if directory is not None:
+            files.append(_write_json(directory / "subsampling.json", report["subsampling"]))
+            files.append(dn.plot_subsampling(sub, directory / "subsampling.png"))
+    timing = None
+    if runtime:
+        with _progress("Run time") as tick:
+            timing = dn.runtime_scaling(ns, c, chosen, seed, progress=tick,
+                                        time_limit=time_limit)
+        report["runtime"] = timing.to_json()
+        if directory is not None:
+            files.append(_write_json(directory / "runtime.json", report["runtime"]))
+            files.append(dn.plot_runtime(timing, directory / "runtime.png"))
+    exhaustive = None
+    if exhaustive_n is not None:
+        exhaustive = dn.exhaustive_attack(exhaustive_n, exhaustive_alpha, seed, exhaustive_noise)
+        report["exhaustive"] = exhaustive.to_json()
+        if directory is not None:
+            files.append(_write_json(directory / "exhaustive.json", report["exhaustive"]))
+    report["files"] = [str(f) for f in files]
+    if as_json:
+        sys.stdout.write(json.dumps(report) + "\n")
+        return
+    console = Console()
+    console.print(_phase_table(phase))
+    if sub is not None:
+        console.print(_subsampling_table(sub))
+    if timing is not None:
+        console.print(_runtime_table(timing))
+    if exhaustive is not None:
+        console.print(_exhaustive_table(exhaustive))
+    if files:
+        Console(stderr=True).print("wrote " + ", ".join(escape(str(f)) for f in files),
+                                   highlight=False)
+
+
+def _phase_table(result: Any) -> Table:
+    table = Table(title=f"Dinur–Nissim: n = {result.n}, k = {result.k} random subset counts, "
+                        f"Gaussian noise (fraction of bits recovered, mean seconds)")
+    table.add_column("σ/√n", justify="right")
+    table.add_column("σ", justify="right")
+    for m in result.methods:
+        table.add_column(m, justify="right")
+    table.add_column("baseline", justify="right", style="dim")
+    for row in result.rows:
+        cells = [f"{row.sigma_in_sqrt_n:g}", f"{row.sigma:.2f}"]
+        cells += [f"{row.accuracy[m]:.3f} ({row.seconds[m]:.2f} s)" for m in result.methods]
+        cells.append(f"{row.baseline:.3f}")
+        table.add_row(*cells)
+    return table
+
+
+def _subsampling_table(result: Any) -> Table:
+    table = Table(title=f"Subsampling defence ({result.method}): n = {result.n}, k = {result.k}; "
+                        f"√(n ln k) = {result.reference_error:.1f}, baseline "
+                        f"{result.baseline:.3f}; acc in/out: on sampled/unsampled records")
+    for name in ("rate", "sampled", "acc", "acc in", "acc out", "ceiling", "mean err",
+                 "max err"):
+        table.add_column(name, justify="right")
+    for r in result.rows:
+        table.add_row(f"{r.rate:g}", f"{r.sampled_fraction:.3f}", _fmt(r.accuracy),
+                      _fmt(r.accuracy_sampled), _fmt(r.accuracy_unsampled), _fmt(r.ceiling),
+                      f"{r.mean_abs_error:.1f}", f"{r.max_abs_error:.1f}")
+    return table
+
+
+def _runtime_table(result: Any) -> Table:
+    table = Table(title=f"Run time (seconds; accuracy) at σ = {result.sigma_in_sqrt_n:g}·√n, "
+                        f"k = {result.c:g}·n")
+    table.add_column("n", justify="right")
+    table.add_column("k", justify="right")
+    for m in result.methods:
+        table.add_column(m, justify="right")
+    for row in result.rows:
+        table.add_row(str(row["n"]), str(row["k"]), *(
+            f"{row['seconds'][m]:.2f} s; {row['accuracy'][m]:.3f}" for m in result.methods))
+    return table
+
+
+def _exhaustive_table(result: Any) -> Table:
+    table = Table(title=f"All 2^{result.n} = {result.queries} subset counts, errors within "
+                        f"±αn = {result.error_bound:g} ({result.noise})")
+    table.add_column("", style="bold")
+    table.add_column("value", justify="right")
+    rows: Sequence[tuple[str, str]] = [
+        ("wrong bits (attack output)", str(result.wrong_bits)),
+        ("worst wrong bits, any consistent candidate", str(result.worst_consistent_wrong_bits)),
+        ("Theorem 2.4 bound 4αn", f"{result.bound:g}"),
+        ("bound holds", "yes" if result.bound_holds else "NO"),
+        ("consistent candidates", str(result.consistent)),
+        ("tied minimisers", str(result.minimisers)),
+        ("seconds", f"{result.seconds:.2f}"),
+    ]
+    for key, value in rows:
+        table.add_row(key, value)
+    return table
+
+
+# --------------------------------------------------------------------------- diffix
+
+
+@experiment_app.command("diffix")
+def diffix(
+    ids: Annotated[int, typer.Option("--ids", help="Records in the public table.")] = 200,
+    primes: Annotated[str | None, typer.Option(
+        help="Primes m of the Cohen–Nissim predicates (default 2,3,5,7,11).")] = None,
+    offsets: Annotated[str | None, typer.Option(
+        help="Offsets o (default 1..10).")] = None,
+    exponents: Annotated[str | None, typer.Option(
+        help="Exponents e (default 0.5,0.55,0.6,0.65,0.7).")] = None,
+    base_sigma: Annotated[float, typer.Option(
+        help="Diffix-like noise: std base_sigma·√(conditions per query).")] = 1.0,
+    method: Annotated[str, typer.Option(help="Decoder: lp-l1, lp-linf, ls, ip, ...")]
+        = "lp-l1",
+    seed: Annotated[int, typer.Option(help="Seed of the secret and the sticky noise.")] = 0,
+    time_limit: Annotated[float | None, typer.Option(help="Seconds for the solve.")] = 60.0,
+    out: Annotated[Path | None, typer.Option(help="Directory for diffix.json.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """The Cohen–Nissim attack on a Diffix-like interface, decoded from the SQL via DuckDB."""
+    from statrecon.experiments import dinur_nissim as dn
+
+    p = _integers("--primes", primes) if primes is not None else None
+    o = _plain_numbers("--offsets", offsets) if offsets is not None else None
+    e = _plain_numbers("--exponents", exponents) if exponents is not None else None
+    _methods(method)
+    if time_limit is not None and not time_limit > 0:
+        raise StatreconError(f"--time-limit {time_limit}: must be > 0")
+    directory = _prepare_out(out)
+    with Console(stderr=True).status("Querying the Diffix-like interface and decoding…"):
+        result = dn.diffix_attack(ids, p, o, e, base_sigma, seed, method, time_limit)
+    data = result.to_json()
+    files: list[Path] = []
+    if directory is not None:
+        files.append(_write_json(directory / "diffix.json", data))
+    data["files"] = [str(f) for f in files]
+    if as_json:
+        sys.stdout.write(json.dumps(data) + "\n")
+        return
+    table = Table(title=f"Cohen–Nissim attack on a Diffix-like interface ({result.method})")
+    table.add_column("", style="bold")
+    table.add_column("value", justify="right")
+    for key, value in [
+        ("records (public ids)", str(result.n_ids)),
+        ("queries (primes × offsets × exponents)", str(result.n_queries)),
+        ("noise std per answer", f"{result.noise_std:.3f}"),
+        ("accuracy", f"{result.accuracy:.3f}"),
+        ("baseline (majority guess)", f"{result.baseline:.3f}"),
+        ("matrix from SQL (DuckDB) = generator's", "yes" if result.matrix_matches_generator
+         else "NO"),
+        ("seconds: compile / solve", f"{result.compile_s:.2f} / {result.solve_s:.2f}"),
+    ]:
+        table.add_row(key, value)
+    console = Console()
+    console.print(table)
+    console.print(f"example query: {escape(result.example_sql)}", highlight=False,
+                  soft_wrap=True)
+    if files:
+        Console(stderr=True).print("wrote " + ", ".join(escape(str(f)) for f in files),
+                                   highlight=False)
