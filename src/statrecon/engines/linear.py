@@ -260,15 +260,20 @@ def solve_lp_l1(F: Matrix, a: np.ndarray, lower: np.ndarray, upper: np.ndarray,
     """Minimise the total (weighted) error sum_j w_j |a_j - F_j x| in the box (HiGHS)."""
     check_system(F, a, lower, upper)
     k, n = F.shape
-    w = np.ones(k) if weights is None else np.asarray(weights, dtype=float)
-    Fs = sp.csr_matrix(F)
-    eye = sp.identity(k, format="csr")
-    A_eq = sp.hstack([Fs, eye, -eye], format="csc")
-    c = np.concatenate([np.zeros(n), w, w])
+    c, A_eq = _l1_model(F, weights)
     lb = np.concatenate([lower, np.zeros(2 * k)])
     ub = np.concatenate([upper, np.full(2 * k, np.inf)])
     return _highs_lp(c, A_eq, np.asarray(a, float), np.asarray(a, float), lb, ub, n,
                      time_limit)
+
+
+def _l1_model(F: Matrix, weights: np.ndarray | None) -> tuple[np.ndarray, sp.csc_matrix]:
+    """Variables (x, e+, e-) with F x + e+ - e- = a; cost sum w (e+ + e-): total error."""
+    k, n = F.shape
+    w = np.ones(k) if weights is None else np.asarray(weights, dtype=float)
+    eye = sp.identity(k, format="csr")
+    A = sp.hstack([sp.csr_matrix(F), eye, -eye], format="csc")
+    return np.concatenate([np.zeros(n), w, w]), A
 
 
 def solve_lp_linf(F: Matrix, a: np.ndarray, lower: np.ndarray, upper: np.ndarray,
@@ -355,11 +360,7 @@ def solve_ip(F: Matrix, a: np.ndarray, lower: np.ndarray, upper: np.ndarray,
     proven by HiGHS; a time-out gives ``unknown`` with the best point found (if any)."""
     check_system(F, a, lower, upper)
     k, n = F.shape
-    w = np.ones(k) if weights is None else np.asarray(weights, dtype=float)
-    Fs = sp.csr_matrix(F)
-    eye = sp.identity(k, format="csr")
-    A = sp.hstack([Fs, eye, -eye], format="csc")
-    c = np.concatenate([np.zeros(n), w, w])
+    c, A = _l1_model(F, weights)
     cap = np.full(k, np.inf) if errors is None else np.asarray(errors, dtype=float)
     lb = np.concatenate([np.ceil(lower - 1e-9), np.zeros(2 * k)])
     ub = np.concatenate([np.floor(upper + 1e-9), cap, cap])
