@@ -3,6 +3,7 @@ contract of issue 3, routing, --truth, --bounds, and user errors (exit 1, one li
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -127,3 +128,15 @@ def test_inconsistent_exact_statistics_exit_2(tmp_path: Path) -> None:
     data = json_of(proc)
     assert data["status"] == "infeasible"
     assert sorted(data["conflict"]) == ["all", "men", "women"]
+
+
+def test_bundled_audit_example_discloses_record_2() -> None:
+    audit = EXAMPLES / "audit"
+    proc = statrecon("audit-stream", audit / "hospital_schema.yaml", "--input",
+                     audit / "hospital_stream.txt", "--json")
+    assert proc.returncode == 0, proc.stderr
+    lines = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+    steps = [x for x in lines if "statistic" in x]
+    assert [s["status"] for s in steps] == ["accepted"] * 3
+    assert steps[2]["newly_determined"][0]["index"] == 1
+    assert steps[2]["newly_determined"][0]["value"] == 5.2
