@@ -103,23 +103,6 @@ def bench_ls(n: int, repeats: int) -> None:
     print(f"    numpy FᵀF + np.linalg.solve   {t_ref:8.2f} s   accuracy {accuracy(x2, s):.4f}")
     print(f"    ratio ours / numpy            {t_ours / t_ref:8.2f}x  (target <= 1.5; best of "
           f"{repeats})")
-    import scipy.linalg as la
-
-    def cholesky_path() -> np.ndarray:
-        """_ls_unbounded's dense path without its condition check."""
-        c, low = la.cho_factor(F.T @ F, check_finite=False)
-        return np.asarray(la.cho_solve((c, low), F.T @ a, check_finite=False))
-
-    t_path, _ = timed(cholesky_path)
-    c, _ = la.cho_factor(F.T @ F, check_finite=False)
-    t_cond, cond = timed(lambda: np.linalg.cond(np.diag(np.diag(c))))
-    d = np.abs(np.diag(c))
-    t_direct, direct = timed(lambda: float(d.max() / d.min()))
-    print(f"    _ls_unbounded's steps without the check (FᵀF, cho_factor, cho_solve) "
-          f"{t_path:.2f} s: ratio {t_path / t_ref:.2f}x")
-    print(f"    its check np.linalg.cond(np.diag(np.diag(c))) alone: {t_cond:.2f} s (an SVD of "
-          f"an n×n matrix); max|c_ii|/min|c_ii| = {direct:.6g} (cond says {cond:.6g}) in "
-          f"{t_direct * 1e3:.3f} ms")
 
 
 # --------------------------------------------------------------------------- (b)
