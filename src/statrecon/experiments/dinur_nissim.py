@@ -693,6 +693,7 @@ def plot_phase_transition(result: PhaseTransitionResult | Mapping[str, Any],
     positive = [x for x in xs if x > 0]
     if positive and min(xs) <= 0 < max(xs):
         ax.set_xscale("symlog", linthresh=min(positive))
+        ax.set_xlim(left=0, right=max(xs) * 1.2)  # no negative noise levels on the axis
     elif positive and len(positive) == len(xs) and max(xs) / min(xs) > 20:
         ax.set_xscale("log")
     ax.set_xlabel("noise σ / √n")
