@@ -316,3 +316,41 @@ def test_secret_condition_inside_or_is_not_linear() -> None:
     public = PublicTable("ids", 3, {"id": (1, 2, 3)})
     with pytest.raises(NotLinear, match="statistic 'bad'"):
         compile_linear(parse_release(text), public)
+
+
+# --------------------------------------------------------------------------- soundness at the edges
+
+@pytest.mark.parametrize("solver", [solve_lp_l1, solve_lp_linf])
+def test_lp_without_an_optimum_raises_instead_of_guessing(solver) -> None:  # type: ignore[no-untyped-def]
+    """HiGHS's real status decides: an empty box has no optimum, and no x comes back."""
+    from statrecon.engines.linear import SolverIncomplete
+
+    F = np.array([[1.0, 1.0], [0.0, 1.0]])
+    with pytest.raises(SolverIncomplete, match="infeasible"):
+        solver(F, np.array([1.0, 0.5]), np.array([0.0, 2.0]), np.array([1.0, 1.0]))
+
+
+def test_determined_value_outside_the_domain_is_infeasible() -> None:
+    text = HOSPITAL.read_text().replace("{type: real, min: 0, max: 40}",
+                                        "{type: real, min: 0, max: 5}")
+    rel = parse_release(text, source=HOSPITAL)
+    for method in ("determine", "ls"):
+        result = statrecon.reconstruct(rel, method=method)
+        assert isinstance(result, LinearResult)
+        assert result.status == "infeasible"  # x2 = 5.2 is proven, but the domain says <= 5
+        assert sorted(to_json(result)["conflict"]) == ["q1", "q2", "q3"]
+
+
+def test_fractional_count_is_infeasible() -> None:
+    text = (
+        "version: 1\ntable: t\ncolumns:\n"
+        "  id: {type: integer, known: true}\n"
+        "  ill: {type: categorical, values: ['no', 'yes']}\n"
+        "statistics:\n"
+        "  - {id: a, sql: \"SELECT COUNT(*) FROM t WHERE ill = 'yes' AND id < 3\", value: 1}\n"
+        "  - {id: b, sql: \"SELECT COUNT(*) FROM t WHERE ill = 'yes' AND id > 1\", value: 1}\n"
+        "  - {id: c, sql: \"SELECT COUNT(*) FROM t WHERE ill = 'yes' AND id <> 2\", value: 1}\n")
+    public = PublicTable("ids", 3, {"id": (1, 2, 3)})
+    result = statrecon.reconstruct(parse_release(text), public=public, method="determine")
+    assert isinstance(result, LinearResult) and result.status == "infeasible"  # x = 1/2 each
+    assert sorted(to_json(result)["conflict"]) == ["a", "b", "c"]

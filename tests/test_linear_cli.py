@@ -140,3 +140,17 @@ def test_bundled_audit_example_discloses_record_2() -> None:
     assert [s["status"] for s in steps] == ["accepted"] * 3
     assert steps[2]["newly_determined"][0]["index"] == 1
     assert steps[2]["newly_determined"][0]["value"] == 5.2
+
+
+def test_truth_with_a_value_outside_the_domain(tmp_path: Path) -> None:
+    rows = "".join(f"{i},{'maybe' if i == 3 else 'no'}\n" for i in range(1, 61))
+    truth = write(tmp_path, "truth.csv", "id,ill\n" + rows)
+    pub = write(tmp_path, "pub.csv", "id\n" + "".join(f"{i}\n" for i in range(1, 61)))
+    rel = write(tmp_path, "r.yaml", (
+        "version: 1\ntable: t\ncolumns:\n"
+        "  id: {type: integer, known: true}\n"
+        "  ill: {type: categorical, values: ['no', 'yes', 'unsure']}\n"
+        "statistics:\n"
+        "  - {id: a, sql: \"SELECT COUNT(*) FROM t WHERE ill = 'yes' AND id < 3\", value: 1}\n"))
+    proc = statrecon("reconstruct", rel, "--public", pub, "--truth", truth)
+    assert_user_error(proc, "truth.csv:4", "'maybe'", "ill")

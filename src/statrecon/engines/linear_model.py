@@ -52,6 +52,7 @@ class SecretColumn:
     upper: float
     target: tuple[str, ...] = ()
     other: str = ""
+    domain: tuple[str, ...] = ()  # every value of a categorical secret
 
     def label(self, value: float) -> Any:
         """An estimated unknown in the column's own values."""
@@ -321,7 +322,7 @@ def _parse_all(release: Release) -> tuple[SecretColumn, list[_Parsed], list[str]
         chosen_values = tuple(v for v in col.values if v in target)
         rest = [v for v in col.values if v not in target]
         other = rest[0] if len(rest) == 1 else "other"
-        secret = SecretColumn(col.name, "indicator", 0.0, 1.0, chosen_values, other)
+        secret = SecretColumn(col.name, "indicator", 0.0, 1.0, chosen_values, other, col.values)
     else:
         if any(p.aggregate in (Aggregate.COUNT, Aggregate.COUNT_DISTINCT) for p in parsed):
             raise NotLinear("COUNT statistics need a categorical secret")

@@ -85,11 +85,9 @@ def add_truth(data: dict[str, Any], result: LinearResult, path: Path) -> None:
         raise StatreconError(f"{path}: {len(frame)} rows, the public table has {system.n}")
     truth = frame[name].tolist()
     if system.secret.kind == "indicator":
-        known = set(system.secret.target) | {system.secret.other}
         wanted = [str(v) in system.secret.target for v in truth]
         got = [v >= 0.5 for v in np.round(result.estimate)]
-        bad = [i for i, v in enumerate(truth) if str(v) not in known
-               and system.secret.other != "other"]
+        bad = [i for i, v in enumerate(truth) if str(v) not in system.secret.domain]
         if bad:
             raise StatreconError(f"{path}:{bad[0] + 2}: '{truth[bad[0]]}' is not a value of "
                                  f"{name}")
