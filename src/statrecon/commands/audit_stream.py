@@ -146,13 +146,9 @@ def _json_line(s: str, line: int, where: str) -> tuple[str, str, Fraction]:
 
 
 def _file_lines(path: Path) -> Iterator[list[tuple[int, str]]]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise StatreconError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise StatreconError(f"{path}: cannot read: {e}") from None
-    lines = list(enumerate(text.splitlines(), start=1))
+    from statrecon.release.files import read_text_file
+
+    lines = list(enumerate(read_text_file(path).splitlines(), start=1))
     for start in range(0, len(lines), _BATCH):
         yield lines[start:start + _BATCH]
 

@@ -323,9 +323,7 @@ def _parse_all(release: Release) -> tuple[SecretColumn, list[_Parsed], list[str]
         rest = [v for v in col.values if v not in target]
         other = rest[0] if len(rest) == 1 else "other"
         secret = SecretColumn(col.name, "indicator", 0.0, 1.0, chosen_values, other, col.values)
-    else:
-        if any(p.aggregate in (Aggregate.COUNT, Aggregate.COUNT_DISTINCT) for p in parsed):
-            raise NotLinear("COUNT statistics need a categorical secret")
+    else:  # a COUNT with a condition on a numeric secret was refused above, by statistic
         lo = -np.inf if col.min is None else float(col.min)
         hi = np.inf if col.max is None else float(col.max)
         secret = SecretColumn(col.name, "integer" if col.is_integer else "real", lo, hi)

@@ -116,13 +116,17 @@ class _Lines:
 def load_release(path: str | Path) -> Release:
     """Read and validate a release file. Every problem raises ReleaseError naming file:line."""
     path = Path(path)
+    return parse_release(read_text_file(path), source=path)
+
+
+def read_text_file(path: Path) -> str:
+    """A user's UTF-8 text file, or a one-line error naming it."""
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ReleaseError(f"{path}: no such file") from None
     except (OSError, UnicodeDecodeError) as e:
         raise ReleaseError(f"{path}: cannot read: {e}") from None
-    return parse_release(text, source=path)
 
 
 def parse_release(text: str, source: Path | None = None) -> Release:
