@@ -13,3 +13,10 @@ class StatreconError(Exception):
 
 class ReleaseError(StatreconError):
     """A release file or a statistic in it is malformed."""
+
+
+class InconsistentReleaseError(StatreconError):
+    """Published statistics that no dataset can satisfy; the message names the cells.
+
+    The CLI exits with code 2 (an infeasible release), not 1.
+    """

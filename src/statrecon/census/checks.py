@@ -1,0 +1,128 @@
+"""Arithmetic identities between published cells, found from the definitions.
+
+A table whose finest cells ("leaves") are disjoint adds up: its leaves sum to any cell with the
+same set of persons (P12's 46 sex-by-age cells sum to P1; P12A's to P8's "White alone"; a
+tract's PCT12 to the sum of its blocks' P1). Nothing is hand-listed: containment and equality
+are computed on the cells' attribute masks. A broken identity names both sides and exits 2.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import scipy.sparse as sp
+
+from statrecon.census.persons import TRACT_LENGTH
+from statrecon.errors import InconsistentReleaseError
+
+if TYPE_CHECKING:
+    from statrecon.census.release import CensusRelease
+    from statrecon.census.sf1 import Sf1Cell
+
+MAX_REPORTED = 5
+
+
+@dataclass(frozen=True)
+class Identity:
+    """sum of ``parts`` (cells of ``parts_level``) == ``whole`` (a cell of ``whole_level``)."""
+
+    parts_table: str
+    parts_level: str
+    parts: tuple[int, ...]  # indices among that level's cells
+    whole_level: str
+    whole: int
+
+
+def _masks(cells: list[Sf1Cell]) -> sp.csr_matrix:
+    return sp.csr_matrix(np.array([c.mask() for c in cells], dtype=np.int8)) if cells else \
+        sp.csr_matrix((0, 1), dtype=np.int8)
+
+
+def _digest(row: np.ndarray) -> str:
+    return hashlib.sha1(np.packbits(row).tobytes()).hexdigest()
+
+
+def find_identities(cells: tuple[Sf1Cell, ...]) -> list[Identity]:
+    levels = {lv: [c for c in cells if c.level == lv] for lv in ("block", "tract")}
+    masks = {lv: _masks(cs) for lv, cs in levels.items()}
+    by_mask: dict[str, list[tuple[str, int]]] = defaultdict(list)
+    for lv, m in masks.items():
+        dense = m.toarray().astype(bool)
+        for i in range(m.shape[0]):
+            by_mask[_digest(dense[i])].append((lv, i))
+    identities: list[Identity] = []
+    for lv, cs in levels.items():
+        tables: dict[str, list[int]] = defaultdict(list)
+        for i, c in enumerate(cs):
+            tables[c.table].append(i)
+        for name, idx in tables.items():
+            m = masks[lv][idx]
+            size = np.asarray(m.sum(axis=1)).ravel()
+            overlap = (m @ m.T).toarray()
+            contains = (overlap == size[None, :]) & (size[:, None] > size[None, :])
+            leaf = ~contains.any(axis=1)
+            leaves = np.flatnonzero(leaf)
+            lo = overlap[np.ix_(leaves, leaves)]
+            if (lo - np.diag(np.diag(lo))).any():
+                continue  # leaves overlap: no partition to add up
+            for k in np.flatnonzero(~leaf):  # inner cells of the table itself
+                inside = leaves[overlap[k, leaves] == size[leaves]]
+                if size[inside].sum() == size[k]:
+                    identities.append(Identity(name, lv, tuple(idx[i] for i in inside), lv,
+                                               idx[k]))
+            union = np.asarray(m[leaves].sum(axis=0)).ravel() > 0
+            for whole_level, j in by_mask.get(_digest(union), []):
+                if whole_level == lv and j in idx:
+                    continue
+                identities.append(Identity(name, lv, tuple(idx[i] for i in leaves),
+                                           whole_level, j))
+    return identities
+
+
+def _per_tract(release: CensusRelease, block_matrix: np.ndarray) -> np.ndarray:
+    """Sum block rows into their tracts (tract order of the release)."""
+    tract_of = np.searchsorted(np.array(release.tracts),
+                               np.array([b[:TRACT_LENGTH] for b in release.blocks]))
+    out = np.zeros((len(release.tracts), block_matrix.shape[1]), dtype=np.int64)
+    np.add.at(out, tract_of, block_matrix)
+    return out
+
+
+def check_identities(release: CensusRelease) -> None:
+    """Raise InconsistentReleaseError naming the first broken identities."""
+    cells = {"block": release.block_cells, "tract": release.tract_cells}
+    values = {"block": release.block_values, "tract": release.tract_values}
+    geos = {"block": release.blocks, "tract": release.tracts}
+    problems: list[str] = []
+    total = 0
+    for ident in find_identities(release.cells):
+        parts = values[ident.parts_level][:, list(ident.parts)].sum(axis=1, keepdims=True)
+        whole = values[ident.whole_level][:, [ident.whole]]
+        level = ident.whole_level
+        if ident.parts_level == "block" and ident.whole_level == "tract":
+            parts = _per_tract(release, parts)
+        elif ident.parts_level == "tract" and ident.whole_level == "block":
+            whole, level = _per_tract(release, whole), "tract"
+        if parts.shape[0] != whole.shape[0]:
+            continue
+        bad = np.flatnonzero(parts[:, 0] != whole[:, 0])
+        total += len(bad)
+        w = cells[ident.whole_level][ident.whole]
+        for g in bad[: MAX_REPORTED - len(problems)]:
+            where = f"{level} {geos[level][g]}"
+            cross = ident.parts_level != ident.whole_level
+            note = " (summed over its blocks)" if cross else ""
+            parts_note = note if ident.parts_level == "block" else ""
+            whole_note = note if ident.whole_level == "block" else ""
+            problems.append(
+                f"{where}: the {len(ident.parts)} {ident.parts_table} cells sum to "
+                f"{parts[g, 0]}{parts_note} but {w.table} {w.cell} ({w.title}){whole_note}"
+                f" = {whole[g, 0]}")
+    if problems:
+        more = f" ({total - len(problems)} more)" if total > len(problems) else ""
+        raise InconsistentReleaseError(f"{release.path}: tables do not add up: "
+                                       + "; ".join(problems) + more)

@@ -1,0 +1,184 @@
+"""The census release file: one long Parquet table plus the cell definitions in its metadata.
+
+Rows: ``level`` (block/tract), ``geoid``, ``table``, ``cell``, ``value``. The schema metadata
+key ``statrecon.census`` holds the definitions (every cell's conditions), so a release reads
+back and reconstructs without the microdata or this package's cell file.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from statrecon.census.persons import GEOID_LENGTH, TRACT_LENGTH
+from statrecon.census.sf1 import Sf1Cell, definitions_digest
+from statrecon.engines.census import TractTables
+from statrecon.errors import StatreconError
+
+METADATA_KEY = b"statrecon.census"
+FORMAT = 1
+COLUMNS = ("level", "geoid", "table", "cell", "value")
+
+
+def write_release(table: pa.Table, cells: tuple[Sf1Cell, ...], tables: str, path: Path) -> None:
+    """Write the long table with its definitions (atomically: temp file, then rename)."""
+    meta = {"format": FORMAT, "tables": tables, "digest": definitions_digest(cells),
+            "cells": [asdict(c) for c in cells]}
+    table = table.replace_schema_metadata({METADATA_KEY: json.dumps(meta).encode()})
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        pq.write_table(table, tmp)
+        tmp.replace(path)
+    except OSError as e:
+        raise StatreconError(f"{path}: cannot write: {e.strerror}") from None
+
+
+def _cell_from_json(d: dict[str, object]) -> Sf1Cell:
+    d = dict(d)
+    d["race"] = tuple(d["race"])  # type: ignore[arg-type]
+    return Sf1Cell(**d)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class CensusRelease:
+    """A validated release: cell definitions and the value matrices per level."""
+
+    path: Path
+    cells: tuple[Sf1Cell, ...]
+    tables: str
+    digest: str  # of the definitions and the values: identifies this release
+    blocks: tuple[str, ...]  # sorted block geoids
+    tracts: tuple[str, ...]  # sorted tract geoids
+    block_values: np.ndarray  # blocks x block cells, in definition order
+    tract_values: np.ndarray  # tracts x tract cells
+
+    @property
+    def block_cells(self) -> list[Sf1Cell]:
+        return [c for c in self.cells if c.level == "block"]
+
+    @property
+    def tract_cells(self) -> list[Sf1Cell]:
+        return [c for c in self.cells if c.level == "tract"]
+
+    def tract_tables(self) -> Iterator[TractTables]:
+        """One TractTables per tract, in tract order."""
+        block_tract = np.array([b[:TRACT_LENGTH] for b in self.blocks])
+        starts = np.searchsorted(block_tract, np.array(self.tracts))
+        ends = np.searchsorted(block_tract, np.array(self.tracts), side="right")
+        for t, tract in enumerate(self.tracts):
+            lo, hi = int(starts[t]), int(ends[t])
+            yield TractTables(tract, self.blocks[lo:hi], self.block_values[lo:hi],
+                              self.tract_values[t])
+
+    def block_population(self) -> dict[str, int]:
+        """P1 per block (the total cell, whose conditions are all open)."""
+        total = _total_cell(self.block_cells)
+        return dict(zip(self.blocks, self.block_values[:, total].tolist(), strict=True))
+
+
+def _total_cell(cells: list[Sf1Cell]) -> int:
+    for i, c in enumerate(cells):
+        if (all(r is None for r in c.race) and c.two_or_more is None and c.hispanic is None
+                and c.sex is None and c.age_lo == 0 and c.age_hi >= 110):
+            return i
+    raise StatreconError("the release has no block-level total cell (P1)")
+
+
+def read_release(path: Path) -> CensusRelease:
+    """Read and validate a release written by ``statrecon census tabulate`` (or by hand)."""
+    if not path.exists():
+        raise StatreconError(f"{path}: no such file")
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowInvalid, OSError) as e:
+        raise StatreconError(f"{path}: not a Parquet file ({e})") from None
+    raw = (table.schema.metadata or {}).get(METADATA_KEY)
+    if raw is None:
+        raise StatreconError(f"{path}: no census cell definitions in the file; make releases "
+                             f"with `statrecon census tabulate`")
+    try:
+        meta = json.loads(raw)
+        cells = tuple(_cell_from_json(c) for c in meta["cells"])
+    except (ValueError, KeyError, TypeError) as e:
+        raise StatreconError(f"{path}: unreadable cell definitions ({e})") from None
+    missing = [c for c in COLUMNS if c not in table.column_names]
+    if missing:
+        raise StatreconError(f"{path}: missing column(s) {', '.join(missing)}")
+    frame = table.select(list(COLUMNS)).to_pandas()
+    values = _values(path, frame, cells)
+    block_values, tract_values, blocks, tracts = values
+    h = definitions_digest(cells) + ":" + _hash_values(block_values, tract_values, blocks)
+    release = CensusRelease(path, cells, str(meta.get("tables", "")), h, blocks, tracts,
+                            block_values, tract_values)
+    from statrecon.census.checks import check_identities
+
+    check_identities(release)
+    return release
+
+
+def _hash_values(block_values: np.ndarray, tract_values: np.ndarray,
+                 blocks: tuple[str, ...]) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    h.update("\n".join(blocks).encode())
+    h.update(np.ascontiguousarray(block_values, dtype=np.int64).tobytes())
+    h.update(np.ascontiguousarray(tract_values, dtype=np.int64).tobytes())
+    return h.hexdigest()[:16]
+
+
+def _values(path: Path, frame: pd.DataFrame, cells: tuple[Sf1Cell, ...]
+            ) -> tuple[np.ndarray, np.ndarray, tuple[str, ...], tuple[str, ...]]:
+    """Pivot the long table to (geographies x cells) per level, checking every entry."""
+    if frame["value"].isna().any():
+        bad = frame[frame["value"].isna()].iloc[0]
+        raise StatreconError(f"{path}: {bad['level']} {bad['geoid']} {bad['table']} "
+                             f"{bad['cell']}: no value")
+    value = frame["value"].to_numpy()
+    if not np.all(np.equal(np.mod(value, 1), 0)) or (value < 0).any():
+        bad = frame[(value < 0) | (np.mod(value, 1) != 0)].iloc[0]
+        raise StatreconError(f"{path}: {bad['level']} {bad['geoid']} {bad['table']} "
+                             f"{bad['cell']}: a count must be a whole number >= 0, "
+                             f"got {bad['value']}")
+    out: list[np.ndarray] = []
+    geos: list[tuple[str, ...]] = []
+    for level, length in (("block", GEOID_LENGTH), ("tract", TRACT_LENGTH)):
+        level_cells = [c for c in cells if c.level == level]
+        part = frame[frame["level"] == level]
+        ids = tuple(sorted(part["geoid"].astype(str).unique()))
+        wrong = [g for g in ids if len(g) != length or not g.isdigit()]
+        if wrong:
+            raise StatreconError(f"{path}: {level} geoid {wrong[0]!r} must be {length} digits")
+        cell_index = {c.cell: i for i, c in enumerate(level_cells)}
+        ci = part["cell"].map(cell_index)
+        if ci.isna().any():
+            bad = part[ci.isna()].iloc[0]
+            raise StatreconError(f"{path}: {level} {bad['geoid']}: cell {bad['cell']} is not "
+                                 f"a {level}-level cell of the release's definitions")
+        gi = np.searchsorted(np.array(ids), part["geoid"].astype(str).to_numpy())
+        matrix = np.full((len(ids), len(level_cells)), -1, dtype=np.int64)
+        counts = np.zeros_like(matrix)
+        np.add.at(counts, (gi, ci.to_numpy(dtype=np.int64)), 1)
+        if (counts > 1).any():
+            g, c = np.argwhere(counts > 1)[0]
+            raise StatreconError(f"{path}: {level} {ids[g]} cell {level_cells[c].cell} "
+                                 f"appears more than once")
+        if (counts == 0).any():
+            g, c = np.argwhere(counts == 0)[0]
+            raise StatreconError(f"{path}: {level} {ids[g]}: cell {level_cells[c].table} "
+                                 f"{level_cells[c].cell} is missing")
+        matrix[gi, ci.to_numpy(dtype=np.int64)] = value[part.index.to_numpy()].astype(np.int64)
+        out.append(matrix)
+        geos.append(ids)
+    blocks, tracts = geos
+    orphans = sorted({b[:TRACT_LENGTH] for b in blocks} - set(tracts))
+    if orphans and any(c.level == "tract" for c in cells):
+        raise StatreconError(f"{path}: tract {orphans[0]} has blocks but no tract-level cells")
+    return out[0], out[1], blocks, tracts
