@@ -1,0 +1,87 @@
+"""Reconstruct every tract of a census release, storing each as it finishes (resumable)."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from statrecon.census.release import CensusRelease
+from statrecon.census.sf1 import Sf1Cell, definitions_digest
+from statrecon.census.store import ReconStore, tract_table
+from statrecon.engines.census import CellMatrices, CensusOptions, TractTables, reconstruct_tract
+from statrecon.parallel import run_units
+
+_MATRICES: dict[str, CellMatrices] = {}
+DELAY_VARIABLE = "STATRECON_TRACT_DELAY_S"
+
+
+def _matrices(cells: tuple[Sf1Cell, ...]) -> CellMatrices:
+    key = definitions_digest(cells)
+    if key not in _MATRICES:
+        _MATRICES[key] = CellMatrices.build(cells)
+    return _MATRICES[key]
+
+
+def solve_tract(shared: tuple[tuple[Sf1Cell, ...], CensusOptions], tables: TractTables
+                ) -> tuple[pa.Table, dict[str, Any]]:
+    """One unit of work (runs in a worker): reconstruct, certify, encode the rows."""
+    cells, options = shared
+    delay = float(os.environ.get(DELAY_VARIABLE) or 0)
+    if delay:
+        time.sleep(delay)  # tests use it to kill a run with tracts in flight
+    result = reconstruct_tract(tables, _matrices(cells), options)
+    info = {"status": result.status, "persons": result.persons, "conflict": result.conflict,
+            "unique": sum(1 for b in result.blocks if b.unique)}
+    return tract_table(result, tables.blocks), info
+
+
+@dataclass
+class RunSummary:
+    tracts: int
+    skipped: int  # finished in an earlier run
+    ran: int
+    persons: int  # reconstructed in this run
+    statuses: Counter[str] = field(default_factory=Counter)
+    conflicts: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    elapsed_s: float = 0.0
+
+
+ProgressFn = Callable[[int, int, int], None]  # (tracts done, tracts to do, persons so far)
+
+
+def reconstruct_release(release: CensusRelease, out: Path, *, workers: int = 1,
+                        executor: str | None = None, options: CensusOptions | None = None,
+                        progress: ProgressFn | None = None) -> RunSummary:
+    """Reconstruct the tracts not yet in ``out``; merge everything into ``out`` at the end."""
+    options = options or CensusOptions()
+    t0 = time.perf_counter()
+    store = ReconStore(out, release.digest)
+    finished = store.finished()
+    todo = [t for t in release.tract_tables() if t.tract not in finished]
+    todo.sort(key=lambda t: -t.persons)  # biggest first: better load balance
+    summary = RunSummary(tracts=len(release.tracts), skipped=len(release.tracts) - len(todo),
+                         ran=0, persons=0)
+    if progress:
+        progress(0, len(todo), 0)
+    for tables, (table, info) in run_units(solve_tract, (release.cells, options), todo,
+                                           workers=workers, executor=executor):
+        store.write(table, tables.tract)
+        summary.ran += 1
+        summary.persons += info["persons"]
+        summary.statuses[info["status"]] += 1
+        if info["conflict"]:
+            summary.conflicts[tables.tract] = tuple(info["conflict"])
+        if progress:
+            progress(summary.ran, len(todo), summary.persons)
+    summary.elapsed_s = time.perf_counter() - t0
+    bins = sorted({int(a) for a in _matrices(release.cells).age_bin})
+    store.merge({"solver": "CP-SAT", "time_limit": options.time_limit,
+                 "definitions": definitions_digest(release.cells), "age_bins": bins})
+    return summary

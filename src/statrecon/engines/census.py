@@ -1,0 +1,412 @@
+"""Census tract reconstruction and per-block uniqueness certification (CP-SAT).
+
+Formulation: one integer variable per (block, attribute cell) counts the block's persons with
+that sex, single-year age, race combination and Hispanic origin. A variable exists only where
+no published zero forbids it (a block cell or tract cell with value 0 that contains the
+attribute cell), which leaves a few thousand variables per tract instead of
+blocks x 27,972. Every nonzero block cell and every nonzero tract cell is one equality.
+
+Certification is a backbone computation over the "certain counts": for each (block, attribute
+cell) in the first solution, the least count any consistent dataset gives it. One CP-SAT
+model asks "is some open count below its current bound?"; every witness lowers bounds (it is a
+real dataset), and INFEASIBLE proves all remaining bounds at once. A block is *unique* when its
+certain counts add up to its population. The same loop runs on counts per (block, sex, age bin
+of the block tables, race, Hispanic): uniqueness at the tables' own age resolution, the sense in
+which the Bureau measured "solution variability". A time limit leaves the open counts unproven
+(status ``unknown``), never certified.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from ortools.sat.python import cp_model
+
+from statrecon.census.sf1 import GRID_SIZE, MAX_AGE, N_AGES, N_RACES, Sf1Cell, attribute_grid
+
+
+@dataclass(frozen=True)
+class CellMatrices:
+    """The published cells as 0/1 matrices over the attribute grid (built once per process)."""
+
+    block_cells: tuple[str, ...]
+    tract_cells: tuple[str, ...]
+    block: sp.csr_matrix  # block cells x GRID_SIZE
+    tract: sp.csr_matrix  # tract cells x GRID_SIZE
+    age_bin: np.ndarray  # age -> first age of its bin at block-table resolution
+    block_class: np.ndarray  # attribute cell -> id of its set of block cells (same id: no
+    #                          block table tells the two apart)
+
+    @classmethod
+    def build(cls, cells: tuple[Sf1Cell, ...]) -> CellMatrices:
+        block = [c for c in cells if c.level == "block"]
+        tract = [c for c in cells if c.level == "tract"]
+
+        def matrix(cs: list[Sf1Cell]) -> sp.csr_matrix:
+            if not cs:
+                return sp.csr_matrix((0, GRID_SIZE), dtype=np.int8)
+            return sp.csr_matrix(np.array([c.mask() for c in cs], dtype=np.int8))
+
+        starts = sorted({0} | {c.age_lo for c in block} | {c.age_hi + 1 for c in block})
+        starts = [a for a in starts if a <= MAX_AGE]
+        age_bin = np.zeros(N_AGES, dtype=np.int64)
+        for a in starts:
+            age_bin[a:] = a
+        mb = matrix(block)
+        columns = mb.T.tocsr()
+        signature = [columns.indices[columns.indptr[j]:columns.indptr[j + 1]].tobytes()
+                     for j in range(GRID_SIZE)]
+        _, block_class = np.unique(np.array(signature, dtype=object), return_inverse=True)
+        return cls(tuple(c.table + ":" + c.cell for c in block),
+                   tuple(c.table + ":" + c.cell for c in tract),
+                   mb, matrix(tract), age_bin, block_class.astype(np.int64))
+
+    def binned(self, grid_index: np.ndarray) -> np.ndarray:
+        """Attribute cell -> the same cell with its age replaced by its bin's first age."""
+        g = attribute_grid()
+        age = g.age[grid_index]
+        return grid_index + (self.age_bin[age] - age) * (2 * N_RACES)
+
+
+@dataclass(frozen=True)
+class TractTables:
+    """What was published for one tract: its blocks' cells and its own cells."""
+
+    tract: str
+    blocks: tuple[str, ...]
+    block_values: np.ndarray  # blocks x block cells
+    tract_values: np.ndarray  # tract cells
+
+    @property
+    def persons(self) -> int:
+        return int(self.block_values[:, 0].sum()) if len(self.blocks) else 0
+
+
+@dataclass(frozen=True)
+class CensusOptions:
+    time_limit: float | None = None  # seconds per tract, solve and certification together
+    seed: int = 0
+    certify: bool = True
+
+
+@dataclass(frozen=True)
+class BlockResult:
+    """One block: the reconstructed persons and what is proven about them.
+
+    ``records`` and ``certain`` are attribute-cell indices (a multiset: one entry per person).
+    ``certain`` are persons present in every consistent dataset; ``unique`` is True when the
+    block is the same in every consistent dataset, False when a witness differs, None when not
+    decided (time limit). ``*_binned`` are the same at the block tables' age resolution.
+    """
+
+    block: str
+    records: np.ndarray
+    certain: np.ndarray
+    unique: bool | None
+    certain_binned: int
+    unique_binned: bool | None
+
+    @property
+    def persons(self) -> int:
+        return len(self.records)
+
+
+@dataclass(frozen=True)
+class TractResult:
+    tract: str
+    status: str  # "ok" | "infeasible" | "unknown"
+    blocks: tuple[BlockResult, ...]
+    variables: int = 0
+    constraints: int = 0
+    solve_s: float = 0.0
+    certify_s: float = 0.0
+    certify_rounds: int = 0
+    conflict: tuple[str, ...] = field(default_factory=tuple)  # cells, for "infeasible"
+
+    @property
+    def persons(self) -> int:
+        return sum(b.persons for b in self.blocks)
+
+
+@dataclass
+class _Model:
+    model: cp_model.CpModel
+    x: list[cp_model.IntVar]
+    block_of: np.ndarray  # variable -> block position
+    cell_of: np.ndarray  # variable -> attribute cell
+    rows: list[tuple[str, list[int], int]]  # (cell label, variable indices, value)
+
+    def matrix(self) -> sp.csr_matrix:
+        """The equalities as a sparse 0/1 matrix (rows x variables)."""
+        indptr = np.cumsum([0] + [len(idx) for _, idx, _ in self.rows])
+        indices = np.fromiter((i for _, idx, _ in self.rows for i in idx), dtype=np.int64,
+                              count=int(indptr[-1]))
+        return sp.csr_matrix((np.ones(len(indices), dtype=np.int64), indices, indptr),
+                             shape=(len(self.rows), len(self.x)))
+
+
+def _deadline_left(end: float | None) -> float | None:
+    return None if end is None else max(0.0, end - time.monotonic())
+
+
+def _solver(options: CensusOptions, end: float | None) -> cp_model.CpSolver:
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1  # parallelism is across tracts; keeps runs reproducible
+    solver.parameters.random_seed = options.seed
+    left = _deadline_left(end)
+    if left is not None:
+        solver.parameters.max_time_in_seconds = max(left, 0.001)
+    return solver
+
+
+def compile_tract(tables: TractTables, mats: CellMatrices) -> _Model:
+    """Variables where no published zero forbids them; one equality per nonzero cell."""
+    vb = tables.block_values
+    zero_block = sp.csr_matrix((vb == 0).astype(np.int8))
+    forbidden = (zero_block @ mats.block).toarray() > 0
+    zero_tract = (tables.tract_values == 0).astype(np.int8)
+    forbidden |= (sp.csr_matrix(zero_tract[None, :]) @ mats.tract).toarray() > 0
+    block_of, cell_of = np.nonzero(~forbidden)
+    model = cp_model.CpModel()
+    # Upper bound of each count: the smallest published cell containing it.
+    sub = mats.block[:, cell_of].tocsc()
+    ub = np.full(len(cell_of), int(vb.max(initial=0)), dtype=np.int64)
+    for j in range(len(cell_of)):
+        rows = sub.indices[sub.indptr[j]:sub.indptr[j + 1]]
+        if len(rows):
+            ub[j] = vb[block_of[j], rows].min()
+    x = [model.new_int_var(0, int(u), f"x{j}") for j, u in enumerate(ub)]
+    rows_out: list[tuple[str, list[int], int]] = []
+    starts = np.searchsorted(block_of, np.arange(len(tables.blocks) + 1))
+    for b, block in enumerate(tables.blocks):
+        lo, hi = starts[b], starts[b + 1]
+        part = mats.block[:, cell_of[lo:hi]].tocsr()
+        for k in np.flatnonzero(vb[b] > 0):
+            idx = (part.indices[part.indptr[k]:part.indptr[k + 1]] + lo).tolist()
+            rows_out.append((f"{block} {mats.block_cells[k]}", idx, int(vb[b, k])))
+    tract_part = mats.tract[:, cell_of].tocsr()
+    for k in np.flatnonzero(tables.tract_values > 0):
+        idx = tract_part.indices[tract_part.indptr[k]:tract_part.indptr[k + 1]].tolist()
+        rows_out.append((f"{tables.tract} {mats.tract_cells[k]}", idx,
+                         int(tables.tract_values[k])))
+    for _, idx, value in rows_out:
+        model.add(cp_model.LinearExpr.sum([x[i] for i in idx]) == value)
+    return _Model(model, x, block_of, cell_of, rows_out)
+
+
+def _zero_cover(tables: TractTables, mats: CellMatrices, row: tuple[str, list[int], int]
+                ) -> tuple[str, ...]:
+    """A positive cell none of whose persons survives the published zeros: that cell and a
+    few zero cells (greedy set cover) that together exclude every person it counts."""
+    label, _, value = row
+    geoid, name = label.split(" ", 1)
+    is_block = geoid in tables.blocks
+    names = mats.block_cells if is_block else mats.tract_cells
+    matrix = mats.block if is_block else mats.tract
+    need = set(matrix[names.index(name)].indices.tolist())
+    zeros: list[tuple[str, set[int]]] = []
+    if is_block:
+        b = tables.blocks.index(geoid)
+        zeros += [(f"{geoid} {mats.block_cells[k]}", set(mats.block[k].indices.tolist()))
+                  for k in np.flatnonzero(tables.block_values[b] == 0)]
+    zeros += [(f"{tables.tract} {mats.tract_cells[k]}", set(mats.tract[k].indices.tolist()))
+              for k in np.flatnonzero(tables.tract_values == 0)]
+    chosen = [f"{label} = {value}"]  # the positive cell, then the zeros that exclude it
+    while need and zeros:
+        best = max(zeros, key=lambda z: len(z[1] & need))
+        if not best[1] & need:
+            break
+        chosen.append(f"{best[0]} = 0")
+        need -= best[1]
+    return tuple(chosen)
+
+
+def _conflict(m: _Model, options: CensusOptions, end: float | None) -> tuple[str, ...]:
+    """A small set of published cells that cannot all hold (CP-SAT assumptions, then shrunk)."""
+    model = cp_model.CpModel()
+    x = [model.new_int_var(0, v.proto.domain[-1], "") for v in m.x]
+    lits = []
+    for _, idx, value in m.rows:
+        lit = model.new_bool_var("")
+        model.add(cp_model.LinearExpr.sum([x[i] for i in idx]) == value).only_enforce_if(lit)
+        lits.append(lit)
+    model.add_assumptions(lits)
+    solver = _solver(options, end)
+    if solver.solve(model) != cp_model.INFEASIBLE:
+        return ()
+    core = {lit.index for lit in lits} & set(solver.sufficient_assumptions_for_infeasibility())
+    chosen = [i for i, lit in enumerate(lits) if lit.index in core]
+    # Deletion pass: drop each cell whose removal keeps the rest infeasible (small cores only).
+    if len(chosen) <= 40:
+        i = 0
+        while i < len(chosen):
+            trial = chosen[:i] + chosen[i + 1:]
+            model.clear_assumptions()
+            model.add_assumptions([lits[j] for j in trial])
+            if _solver(options, end).solve(model) == cp_model.INFEASIBLE:
+                chosen = trial
+            else:
+                i += 1
+    return (*(f"{m.rows[i][0]} = {m.rows[i][2]}" for i in chosen),
+            "(with the cells published as 0)")
+
+
+def _swap_witnesses(m: _Model, mats: CellMatrices, first: np.ndarray) -> np.ndarray:
+    """Upper bounds on each variable's least value from verified exchange witnesses.
+
+    Two attribute cells no block table tells apart (same block class, e.g. ages 32 and 34 of
+    one sex, race and origin) can trade persons between two blocks: block tables see the same
+    counts, tract tables the same totals. Each candidate exchange is checked against every
+    published equality (A d = 0, x + d >= 0, variables exist) before it lowers a bound.
+    """
+    bound = first.copy()
+    used = np.flatnonzero(first > 0)
+    if len(used) < 2:
+        return bound
+    klass = mats.block_class[m.cell_of[used]]
+    index = {(int(m.block_of[j]), int(m.cell_of[j])): j for j in range(len(m.x))}
+    a = m.matrix()
+    deltas: list[tuple[int, list[tuple[int, int]]]] = []  # (variable lowered, changes)
+    for k in np.unique(klass):
+        members = used[klass == k]
+        if len(np.unique(m.cell_of[members])) < 2 or len(np.unique(m.block_of[members])) < 2:
+            continue
+        for j in members:
+            b, c = int(m.block_of[j]), int(m.cell_of[j])
+            partners = [p for p in members if m.block_of[p] != b and m.cell_of[p] != c]
+            changes: dict[int, int] = {}
+            moved = 0
+            for p in partners:
+                b2, c2 = int(m.block_of[p]), int(m.cell_of[p])
+                into_b, into_b2 = index.get((b, c2)), index.get((b2, c))
+                if into_b is None or into_b2 is None:
+                    continue
+                n = min(int(first[j]) - moved, int(first[p]))
+                for var, d in ((j, -n), (p, -n), (into_b, n), (into_b2, n)):
+                    changes[var] = changes.get(var, 0) + d
+                moved += n
+                if moved == first[j]:
+                    break
+            if moved:
+                deltas.append((int(j), list(changes.items())))
+    if not deltas:
+        return bound
+    rows = [v for _, ch in deltas for v, _ in ch]
+    cols = [w for w, (_, ch) in enumerate(deltas) for _ in ch]
+    vals = [d for _, ch in deltas for _, d in ch]
+    d = sp.csc_matrix((vals, (rows, cols)), shape=(len(m.x), len(deltas)))
+    residual = abs(a @ d).sum(axis=0).A.ravel()
+    for w, (j, _) in enumerate(deltas):
+        col = d[:, w].toarray().ravel()
+        if residual[w] == 0 and (first + col >= 0).all():
+            bound[j] = min(bound[j], first[j] + col[j])
+    return bound
+
+
+def _certify(m: _Model, groups: list[np.ndarray], bound: np.ndarray, options: CensusOptions,
+             end: float | None, first: np.ndarray) -> tuple[np.ndarray, bool, int]:
+    """Least value of each group sum over all consistent datasets (see module docstring).
+
+    ``groups[p]`` are the variable indices of count p, ``bound[p]`` an upper bound on its
+    least value (its value in some consistent dataset). Returns (least counts, proven,
+    rounds); when not proven, only the groups whose bound reached 0 are settled.
+    """
+    bound = bound.copy()
+    open_ = np.flatnonzero(bound > 0)
+    rounds = 0
+    while len(open_):
+        rounds += 1
+        model = m.model.clone()
+        x = [model.get_int_var_from_proto_index(v.index) for v in m.x]
+        lits = []
+        for p in open_:
+            lit = model.new_bool_var("")
+            model.add(cp_model.LinearExpr.sum([x[i] for i in groups[p]]) <= int(bound[p]) - 1
+                      ).only_enforce_if(lit)
+            lits.append(lit)
+        model.add_bool_or(lits)
+        for v, value in zip(x, first, strict=True):
+            model.add_hint(v, int(value))
+        solver = _solver(options, end)
+        status = solver.solve(model)
+        if status == cp_model.INFEASIBLE:
+            return bound, True, rounds
+        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            return bound, False, rounds  # time limit: the open counts stay unproven
+        values = np.array([solver.value(v) for v in x], dtype=np.int64)
+        sums = np.array([values[groups[p]].sum() for p in open_])
+        lower = sums < bound[open_]
+        bound[open_[lower]] = sums[lower]
+        open_ = open_[bound[open_] > 0]
+    return bound, True, rounds
+
+
+def reconstruct_tract(tables: TractTables, mats: CellMatrices,
+                      options: CensusOptions | None = None) -> TractResult:
+    """Reconstruct one tract and certify each of its blocks."""
+    options = options or CensusOptions()
+    end = None if options.time_limit is None else time.monotonic() + options.time_limit
+    t0 = time.perf_counter()
+    m = compile_tract(tables, mats)
+    solver = _solver(options, end)
+    status = solver.solve(m.model)
+    solve_s = time.perf_counter() - t0
+    info: dict[str, Any] = dict(variables=len(m.x), constraints=len(m.rows), solve_s=solve_s)
+    empty = [r for r in m.rows if not r[1]]
+    if empty:
+        covers = [_zero_cover(tables, mats, row) for row in empty[:50]]
+        return TractResult(tables.tract, "infeasible", (), conflict=min(covers, key=len),
+                           **info)
+    if status == cp_model.INFEASIBLE:
+        return TractResult(tables.tract, "infeasible", (), conflict=_conflict(m, options, end),
+                           **info)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return TractResult(tables.tract, "unknown", (), **info)
+    first = np.array([solver.value(v) for v in m.x], dtype=np.int64)
+
+    # Counts to certify: (block, attribute cell) and (block, binned attribute cell).
+    used = np.flatnonzero(first > 0)
+    t1 = time.perf_counter()
+    swapped = _swap_witnesses(m, mats, first) if options.certify else first
+    strict_groups = [np.array([j]) for j in used]
+    binned_cell = mats.binned(m.cell_of)
+    key = m.block_of.astype(np.int64) * GRID_SIZE + binned_cell
+    keys, inverse = np.unique(key, return_inverse=True)
+    order = np.argsort(inverse, kind="stable")
+    splits = np.split(order, np.cumsum(np.bincount(inverse, minlength=len(keys)))[:-1])
+    binned_sums = np.bincount(inverse, weights=first, minlength=len(keys)).astype(np.int64)
+    binned_used = np.flatnonzero(binned_sums > 0)
+    groups = strict_groups + [splits[k] for k in binned_used]
+    bound = np.concatenate([swapped[used], binned_sums[binned_used]]).astype(np.int64)
+    rounds = 0
+    if options.certify:
+        least, proven, rounds = _certify(m, groups, bound, options, end, first)
+    else:
+        least, proven = np.zeros_like(bound), False
+    certify_s = time.perf_counter() - t1
+    n_strict = len(used)
+    strict_least, binned_least = least[:n_strict], least[n_strict:]
+
+    blocks: list[BlockResult] = []
+    binned_block = (keys[binned_used] // GRID_SIZE).astype(np.int64)
+    for b, block in enumerate(tables.blocks):
+        mine = m.block_of[used] == b
+        records = np.repeat(m.cell_of[used][mine], first[used][mine])
+        certain = np.repeat(m.cell_of[used][mine], strict_least[mine]) if proven else \
+            np.zeros(0, dtype=np.int64)
+        n = int(tables.block_values[b, 0])
+        certain_binned = int(binned_least[binned_block == b].sum()) if proven else 0
+        blocks.append(BlockResult(
+            block=block,
+            records=np.sort(records),
+            certain=np.sort(certain),
+            unique=(len(certain) == n) if proven else None,
+            certain_binned=certain_binned,
+            unique_binned=(certain_binned == n) if proven else None,
+        ))
+    return TractResult(tables.tract, "ok" if proven or not options.certify else "unknown",
+                       tuple(blocks), certify_s=certify_s, certify_rounds=rounds, **info)

@@ -1,0 +1,106 @@
+"""Run independent units of work (tracts, blocks) in-process, on a local pool or on Dask.
+
+``run_units`` yields results as units finish, in completion order, so the caller can store
+each one at once (a crash loses only the units in flight). The same function runs everywhere:
+the pool and Dask only change where it runs, never what it computes.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from typing import Any, TypeVar
+
+from statrecon.errors import StatreconError
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+DASK_PREFIX = "dask://"
+
+
+def parse_executor(executor: str | None) -> str | None:
+    """None (local) or the scheduler address ``tcp://HOST:PORT`` of ``dask://HOST:PORT``."""
+    if executor is None or executor in ("local", ""):
+        return None
+    if not executor.startswith(DASK_PREFIX) or ":" not in executor[len(DASK_PREFIX):]:
+        raise StatreconError(f"--executor {executor!r}: expected local or dask://HOST:PORT")
+    return "tcp://" + executor[len(DASK_PREFIX):]
+
+
+def run_units(fn: Callable[[Any, T], R], shared: Any, units: Iterable[T], *, workers: int = 1,
+              executor: str | None = None, max_pending: int | None = None
+              ) -> Iterator[tuple[T, R]]:
+    """Yield ``(unit, fn(shared, unit))`` as each unit finishes.
+
+    ``shared`` is sent once per worker (pool initializer, or a Dask broadcast), not per unit.
+    ``workers == 1`` with no executor runs in this process.
+    """
+    address = parse_executor(executor)
+    if address is not None:
+        yield from _run_dask(fn, shared, units, address)
+    elif workers <= 1:
+        for unit in units:
+            yield unit, fn(shared, unit)
+    else:
+        yield from _run_pool(fn, shared, units, workers, max_pending or 2 * workers)
+
+
+_SHARED: Any = None
+
+
+def _init_worker(shared: Any) -> None:
+    global _SHARED
+    _SHARED = shared
+
+
+def _call(fn: Callable[[Any, T], R], unit: T) -> R:
+    return fn(_SHARED, unit)
+
+
+def _run_pool(fn: Callable[[Any, T], R], shared: Any, units: Iterable[T], workers: int,
+              max_pending: int) -> Iterator[tuple[T, R]]:
+    # spawn: the parent holds solver and DuckDB threads, which fork does not copy safely.
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker,
+                             initargs=(shared,)) as pool:
+        pending: dict[Future[R], T] = {}
+        source = iter(units)
+        exhausted = False
+        while True:
+            while not exhausted and len(pending) < max_pending:
+                try:
+                    unit = next(source)
+                except StopIteration:
+                    exhausted = True
+                    break
+                pending[pool.submit(_call, fn, unit)] = unit
+            if not pending:
+                return
+            done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
+            for future in done:
+                unit = pending.pop(future)
+                yield unit, future.result()
+
+
+def _run_dask(fn: Callable[[Any, T], R], shared: Any, units: Iterable[T], address: str
+              ) -> Iterator[tuple[T, R]]:
+    try:
+        from distributed import Client, as_completed
+    except ImportError:
+        raise StatreconError("--executor dask://... needs Dask: pip install "
+                             "'statrecon[dist]'") from None
+    try:
+        client = Client(address, timeout="10s")
+    except (OSError, TimeoutError) as e:
+        raise StatreconError(f"cannot reach the Dask scheduler at {address}: {e}") from None
+    try:
+        shared_future = client.scatter(shared, broadcast=True)
+        futures = {}
+        for unit in units:
+            futures[client.submit(fn, shared_future, unit, pure=False)] = unit
+        for future in as_completed(futures):
+            yield futures[future], future.result()
+    finally:
+        client.close()
