@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from typer.exceptions import Abort, Exit, TyperException
 
-from statrecon.errors import StatreconError
+from statrecon.errors import InconsistentReleaseError, StatreconError
 
 app = typer.Typer(
     add_completion=False,
@@ -131,10 +131,12 @@ def tabulate(
 def _register_subcommands() -> None:
     """Commands that live in their own modules (statrecon.commands)."""
     from statrecon.commands.audit_stream import audit_stream
+    from statrecon.commands.census import census_app
     from statrecon.commands.experiment import experiment_app
 
     app.command("audit-stream")(audit_stream)
     app.add_typer(experiment_app, name="experiment")
+    app.add_typer(census_app, name="census")
 
 
 _register_subcommands()
@@ -147,6 +149,10 @@ def main() -> None:
     args = sys.argv[1:] or ["--help"]
     try:
         code = app(args=args, standalone_mode=False)
+    except InconsistentReleaseError as e:
+        err.print(f"[bold red]inconsistent release:[/] {escape(str(e))}", highlight=False,
+                  soft_wrap=True)
+        sys.exit(EXIT_INFEASIBLE)
     except StatreconError as e:
         # Messages quote user text (ids, SQL, paths): print it literally, not as Rich markup.
         err.print(f"[bold red]error:[/] {escape(str(e))}", highlight=False, soft_wrap=True)

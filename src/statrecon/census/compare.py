@@ -1,0 +1,182 @@
+"""Score a reconstruction against the true persons, as the Bureau reports it.
+
+A person matches exactly when the same block holds a reconstructed person with the same sex,
+single-year age, race combination and Hispanic origin (a multiset match per block); "age within
+one year" allows the ages to differ by at most one (an optimal one-to-one matching, found
+greedily on sorted ages, which is exact for a tolerance on a line). The baseline draws every
+person of a block at random from its tract's own joint sex/age/race/Hispanic distribution.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import numpy as np
+import pandas as pd
+
+from statrecon.census.persons import TRACT_LENGTH, load_persons
+from statrecon.census.sf1 import RACES
+from statrecon.census.store import read_recon
+
+KEY = ["sex", "age", "race", "hispanic"]
+
+
+def _race_code(frame: pd.DataFrame) -> np.ndarray:
+    code = np.zeros(len(frame), dtype=np.int64)
+    for i, r in enumerate(RACES):
+        code |= frame[r].to_numpy(dtype=bool).astype(np.int64) << i
+    return code
+
+
+def _truth(path: Path) -> pd.DataFrame:
+    con = duckdb.connect()
+    load_persons(path, con)
+    frame = con.sql(f"SELECT block, sex, age, {', '.join(RACES)}, hispanic FROM persons"
+                    ).df()
+    frame["race"] = _race_code(frame)
+    frame["hispanic"] = frame["hispanic"].astype(bool)
+    return frame[["block", *KEY]]
+
+
+def _recon(path: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
+    table, meta = read_recon(path)
+    blocks = table.drop_columns(["records"]).to_pandas()
+    records = table.select(["block", "records"]).to_pandas().explode("records")
+    records = records.dropna(subset=["records"])
+    persons = pd.DataFrame(list(records["records"]), index=records.index)
+    persons.insert(0, "block", records["block"].to_numpy())
+    if len(persons):
+        persons["race"] = _race_code(persons)
+        persons["hispanic"] = persons["hispanic"].astype(bool)
+    else:
+        persons = pd.DataFrame(columns=["block", *KEY, "certain"])
+    return blocks, persons.reset_index(drop=True), meta
+
+
+def _multiset_matches(a: pd.DataFrame, b: pd.DataFrame, keys: list[str]) -> pd.Series:
+    """Per block: how many persons of ``a`` pair with an identical person of ``b``."""
+    ca = a.groupby(["block", *keys], observed=True).size().rename("a")
+    cb = b.groupby(["block", *keys], observed=True).size().rename("b")
+    both = pd.concat([ca, cb], axis=1, join="inner")
+    return both.min(axis=1).groupby(level="block").sum()
+
+
+def _within_one(a: pd.DataFrame, b: pd.DataFrame) -> pd.Series:
+    """Per block: the largest one-to-one matching with equal sex/race/origin and |age| <= 1."""
+    group = ["block", "sex", "race", "hispanic"]
+    ages_b = b.groupby(group, observed=True)["age"].apply(lambda s: np.sort(s.to_numpy()))
+    out: dict[str, int] = {}
+    for key, s in a.groupby(group, observed=True)["age"]:
+        other = ages_b.get(key)
+        if other is None:
+            continue
+        x = np.sort(s.to_numpy())
+        i = j = n = 0
+        while i < len(x) and j < len(other):
+            if abs(int(x[i]) - int(other[j])) <= 1:
+                n, i, j = n + 1, i + 1, j + 1
+            elif x[i] < other[j]:
+                i += 1
+            else:
+                j += 1
+        block = str(key[0])
+        out[block] = out.get(block, 0) + n
+    return pd.Series(out, dtype=np.int64)
+
+
+def _baseline(truth: pd.DataFrame, seed: int) -> pd.DataFrame:
+    """Every true person replaced by a draw from the tract's own joint distribution."""
+    rng = np.random.default_rng(seed)
+    drawn = truth.copy()
+    tract = truth["block"].str[:TRACT_LENGTH]
+    for _, idx in truth.groupby(tract).indices.items():
+        pick = rng.choice(idx, size=len(idx), replace=True)
+        for col in KEY:
+            column = drawn[col].to_numpy().copy()
+            column[idx] = truth[col].to_numpy()[pick]
+            drawn[col] = column
+    return drawn
+
+
+def _binned(frame: pd.DataFrame, bins: list[int]) -> pd.DataFrame:
+    out = frame.copy()
+    starts = np.array(sorted(bins))
+    out["age"] = starts[np.searchsorted(starts, out["age"].to_numpy(), side="right") - 1]
+    return out
+
+
+def block_scores(truth_path: Path, recon_path: Path, *, seed: int = 0
+                 ) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """One row per true block: sizes, matches, baseline matches and what was certified."""
+    truth = _truth(truth_path)
+    blocks, recon, meta = _recon(recon_path)
+    frame = truth.groupby("block").size().rename("persons").to_frame()
+    frame["tract"] = frame.index.str[:TRACT_LENGTH]
+    frame["reconstructed"] = recon.groupby("block").size()
+    frame["exact"] = _multiset_matches(truth, recon, KEY)
+    frame["within_1"] = _within_one(truth, recon)
+    base = _baseline(truth, seed)
+    frame["baseline_exact"] = _multiset_matches(truth, base, KEY)
+    frame["baseline_within_1"] = _within_one(truth, base)
+    bins = meta.get("age_bins") or list(range(111))
+    frame["exact_binned"] = _multiset_matches(_binned(truth, bins), _binned(recon, bins), KEY)
+    if len(recon):
+        certain = recon[recon["certain"].astype(bool)]
+        c = certain.groupby(["block", *KEY]).size().rename("c")
+        t = truth.groupby(["block", *KEY]).size().rename("t")
+        both = pd.concat([c, t], axis=1).fillna(0)
+        both = both[both["c"] > 0]
+        frame["certain"] = both["c"].groupby(level="block").sum()
+        frame["certain_wrong"] = (both["c"] - both["t"]).clip(lower=0).groupby(
+            level="block").sum()
+    info = blocks.set_index("block")[["status", "unique", "unique_binned"]]
+    frame = frame.join(info, how="left")
+    for col in ("reconstructed", "exact", "within_1", "baseline_exact", "baseline_within_1",
+                "exact_binned", "certain", "certain_wrong"):
+        frame[col] = frame[col].fillna(0).astype(np.int64) if col in frame else 0
+    frame["block_exact"] = (frame["exact"] == frame["persons"]) & (
+        frame["reconstructed"] == frame["persons"])
+    frame["block_exact_binned"] = (frame["exact_binned"] == frame["persons"]) & (
+        frame["reconstructed"] == frame["persons"])
+    frame["unique"] = frame["unique"].astype("boolean").fillna(False).astype(bool)
+    frame["unique_binned"] = frame["unique_binned"].astype("boolean").fillna(False).astype(bool)
+    extra = sorted(set(blocks["block"]) - set(frame.index))
+    return frame, {"meta": meta, "blocks_not_in_truth": extra}
+
+
+def compare(truth_path: Path, recon_path: Path, *, seed: int = 0) -> dict[str, Any]:
+    """The summary the Bureau reports (stable JSON keys; see the README)."""
+    f, info = block_scores(truth_path, recon_path, seed=seed)
+    persons = int(f["persons"].sum())
+    unique = f["unique"]
+    unique_binned = f["unique_binned"]
+
+    def rate(n: Any) -> float:
+        return float(n) / persons if persons else 0.0
+
+    return {
+        "persons": persons,
+        "blocks": len(f),
+        "tracts": int(f["tract"].nunique()),
+        "exact_match_rate": rate(f["exact"].sum()),
+        "age_within_1_rate": rate(f["within_1"].sum()),
+        "blocks_exact": int(f["block_exact"].sum()),
+        "blocks_certified_unique": int(unique.sum()),
+        "persons_in_certified_blocks": int(f.loc[unique, "persons"].sum()),
+        "certified_blocks_mismatched": int((unique & ~f["block_exact"]).sum()),
+        "baseline_exact_match_rate": rate(f["baseline_exact"].sum()),
+        "baseline_age_within_1_rate": rate(f["baseline_within_1"].sum()),
+        "certain_persons": int(f["certain"].sum()),
+        "certain_persons_not_in_truth": int(f["certain_wrong"].sum()),
+        "binned_match_rate": rate(f["exact_binned"].sum()),
+        "blocks_exact_binned": int(f["block_exact_binned"].sum()),
+        "blocks_certified_unique_binned": int(unique_binned.sum()),
+        "persons_in_certified_binned_blocks": int(f.loc[unique_binned, "persons"].sum()),
+        "certified_binned_blocks_mismatched": int(
+            (unique_binned & ~f["block_exact_binned"]).sum()),
+        "blocks_not_reconstructed": int((f["status"].fillna("missing") != "ok").sum()),
+        "blocks_not_in_truth": len(info["blocks_not_in_truth"]),
+        "seed": seed,
+    }

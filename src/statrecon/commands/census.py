@@ -1,0 +1,162 @@
+"""``statrecon census tabulate | reconstruct | compare | report``: SF1 person tables at scale."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+from statrecon.errors import InconsistentReleaseError
+
+census_app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="The 2010 SF1 person tables: tabulate, reconstruct every block, compare, report.",
+)
+EXIT_UNKNOWN = 3
+
+
+@census_app.command()
+def tabulate(
+    persons: Annotated[Path, typer.Option(help="Persons file (CSV or Parquet): block_geoid, "
+                                          "sex, age, six race flags, hispanic.")],
+    out: Annotated[Path, typer.Option(help="Release file to write (Parquet).")],
+    tables: Annotated[str, typer.Option(help="sf1-persons (all), or table names such as "
+                                        "P1,P12,PCT12.")] = "sf1-persons",
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable summary.")] = False,
+) -> None:
+    """Compute every SF1 person-table cell for every block and tract (DuckDB, one query)."""
+    import duckdb
+
+    from statrecon.census.persons import load_persons
+    from statrecon.census.release import write_release
+    from statrecon.census.sf1 import select_cells
+    from statrecon.census.tabulate import tabulate_cells
+
+    cells = select_cells(tables)
+    t0 = time.perf_counter()
+    con = duckdb.connect()
+    n = load_persons(persons, con)
+    table = tabulate_cells(con, cells)
+    write_release(table, cells, tables, out)
+    geos = {lv: len(set(con.execute(f"SELECT DISTINCT {lv} FROM persons").fetchall()))
+            for lv in ("block", "tract")}
+    summary = {"persons": n, "blocks": geos["block"], "tracts": geos["tract"],
+               "cells": len(cells), "rows": table.num_rows,
+               "elapsed_s": round(time.perf_counter() - t0, 3), "out": str(out)}
+    if as_json:
+        sys.stdout.write(json.dumps(summary) + "\n")
+    else:
+        Console(stderr=True).print(
+            f"wrote {out}: {summary['rows']:,} cells ({len(cells)} cell definitions) "
+            f"for {geos['block']:,} blocks and {geos['tract']:,} tracts from {n:,} persons "
+            f"in {summary['elapsed_s']} s")
+
+
+@census_app.command()
+def reconstruct(
+    release: Annotated[Path, typer.Argument(help="Release file from `census tabulate`.")],
+    out: Annotated[Path, typer.Option(help="Reconstruction to write (Parquet); a rerun "
+                                      "resumes it.")],
+    workers: Annotated[int | None, typer.Option(min=1, help="Local worker processes "
+                                                "(default: all cores).")] = None,
+    executor: Annotated[str | None, typer.Option(help="dask://HOST:PORT to run on a Dask "
+                                                 "cluster instead of a local pool.")] = None,
+    time_limit: Annotated[float | None, typer.Option(
+        min=0.001, help="Seconds per tract; past it the tract is 'unknown'.")] = None,
+    certify: Annotated[bool, typer.Option(help="Certify per-block uniqueness and certain "
+                                          "persons.")] = True,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable summary.")] = False,
+) -> None:
+    """Reconstruct every tract (CP-SAT) and certify which blocks are unique."""
+    from statrecon.census.release import read_release
+    from statrecon.census.run import reconstruct_release
+    from statrecon.engines.census import CensusOptions
+
+    rel = read_release(release)
+    n_workers = workers or os.cpu_count() or 1
+    options = CensusOptions(time_limit=time_limit, certify=certify)
+    err = Console(stderr=True)
+    columns = (TextColumn("[bold]tracts"), BarColumn(), MofNCompleteColumn(),
+               TextColumn("{task.fields[persons]:,} persons"), TimeElapsedColumn(),
+               TextColumn("ETA"), TimeRemainingColumn())
+    with Progress(*columns, console=err, disable=as_json or not err.is_terminal) as bar:
+        task = bar.add_task("tracts", total=None, persons=0)
+
+        def progress(done: int, total: int, persons: int) -> None:
+            bar.update(task, completed=done, total=total, persons=persons)
+
+        summary = reconstruct_release(rel, out, workers=n_workers, executor=executor,
+                                      options=options, progress=progress)
+    data = {"tracts": summary.tracts, "skipped": summary.skipped, "ran": summary.ran,
+            "persons": summary.persons, "statuses": dict(summary.statuses),
+            "elapsed_s": round(summary.elapsed_s, 3), "out": str(out),
+            "conflicts": {t: list(c) for t, c in summary.conflicts.items()}}
+    if as_json:
+        sys.stdout.write(json.dumps(data) + "\n")
+    else:
+        err.print(f"wrote {out}: {summary.ran} tracts reconstructed "
+                  f"({summary.skipped} already done), {summary.persons:,} persons, "
+                  f"{summary.elapsed_s:.1f} s; statuses {dict(summary.statuses)}")
+    if summary.conflicts:
+        first = next(iter(summary.conflicts.items()))
+        raise InconsistentReleaseError(
+            f"{release}: no dataset satisfies the tables of tract {first[0]}; conflicting "
+            f"cells: {'; '.join(first[1]) or '(not isolated)'}"
+            + (f" ({len(summary.conflicts) - 1} more tracts)" if len(summary.conflicts) > 1
+               else ""))
+    if summary.statuses.get("unknown"):
+        raise typer.Exit(EXIT_UNKNOWN)
+
+
+@census_app.command()
+def compare(
+    truth: Annotated[Path, typer.Option(help="The true persons file.")],
+    recon: Annotated[Path, typer.Option(help="Reconstruction from `census reconstruct`.")],
+    seed: Annotated[int, typer.Option(help="Seed of the random baseline.")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Match rates as the Bureau reports them, with a random-assignment baseline."""
+    from statrecon.census.compare import compare as run
+
+    result = run(truth, recon, seed=seed)
+    if as_json:
+        sys.stdout.write(json.dumps(result) + "\n")
+        return
+    table = Table(title=f"{recon} against {truth}")
+    table.add_column("measure")
+    table.add_column("value", justify="right")
+    for key, value in result.items():
+        if isinstance(value, dict | list):
+            continue
+        table.add_row(key, f"{value:.4f}" if isinstance(value, float) else f"{value:,}")
+    Console().print(table)
+
+
+@census_app.command()
+def report(
+    recon: Annotated[Path, typer.Argument(help="Reconstruction from `census reconstruct`.")],
+    out: Annotated[Path, typer.Option(help="HTML file to write.")],
+    truth: Annotated[Path | None, typer.Option(help="True persons file, for match-rate "
+                                               "plots.")] = None,
+) -> None:
+    """An HTML report with plots a data steward can read."""
+    from statrecon.census.report import write_report
+
+    write_report(recon, out, truth=truth)
+    Console(stderr=True).print(f"wrote {out}")
