@@ -1,0 +1,308 @@
+"""Census at scale: SF1 cells, tabulation, reconstruction, resumability, Dask, compare.
+
+The bundled slice (examples/census/persons_3tracts.csv: three real tracts, 920 persons, 217
+blocks of the Bureau's file) keeps these tests fast; the whole file is for `make bench`.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import signal
+import subprocess
+import time
+from collections import Counter
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+from test_cli import COMMAND, EXAMPLES, ROOT, assert_user_error, json_of, statrecon
+
+from statrecon.census.persons import load_persons
+from statrecon.census.sf1 import CELL_FILE, RACES, SEXES, grid_index, person_cells, select_cells
+
+SLICE = EXAMPLES / "census" / "persons_3tracts.csv"
+SHARED = ROOT.parent / "shared" / "data"
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    d = tmp_path_factory.mktemp("census")
+    rel, recon = d / "release.parquet", d / "recon.parquet"
+    assert statrecon("census", "tabulate", "--persons", SLICE, "--out", rel).returncode == 0
+    proc = statrecon("census", "reconstruct", rel, "--out", recon, "--workers", "2", "--json")
+    assert proc.returncode == 0, proc.stderr
+    return {"dir": d, "release": rel, "recon": recon, "summary": json_of(proc)}  # type: ignore
+
+
+def _slice() -> pd.DataFrame:
+    return pd.read_csv(SLICE, dtype={"block_geoid": str})
+
+
+# ------------------------------------------------------------------ cells and tabulation
+
+
+def test_tables_come_from_the_cell_file() -> None:
+    with (ROOT / "src" / "statrecon" / "data" / CELL_FILE).open() as f:
+        rows = list(csv.DictReader(f))
+    per_table = Counter(r["table_number"] for r in rows)
+    cells = person_cells()
+    assert Counter(c.table for c in cells) == per_table
+    expected = {"P1", "P6", "P7", "P8", "P9", "P10", "P11", "P12", "P14", "PCT12",
+                *(f"P12{x}" for x in "ABCDEFGHI"), *(f"PCT12{x}" for x in "ABCDEFGHIJKLMNO")}
+    assert set(per_table) == expected
+    assert {c.level for c in cells if c.table.startswith("PCT")} == {"tract"}
+    assert [c.cell for c in select_cells("P1,p12")] == [
+        r["cell_number"] for r in rows if r["table_number"] in ("P1", "P12")]
+
+
+def test_sql_predicates_and_masks_agree_on_random_persons() -> None:
+    """Two encodings of every cell (DuckDB SQL for tabulation, numpy masks for the solver)."""
+    rng = np.random.default_rng(7)
+    n = 3000
+    flags = rng.random((n, 6)) < 0.3
+    flags[~flags.any(axis=1), 0] = True
+    frame = pd.DataFrame(flags, columns=list(RACES))
+    frame["sex"] = rng.choice(SEXES, n)
+    frame["age"] = rng.integers(0, 111, n)
+    frame["hispanic"] = rng.random(n) < 0.3
+    race = sum(flags[:, i].astype(np.int64) << i for i in range(6))
+    idx = grid_index((frame["sex"] == "female").to_numpy().astype(np.int64),
+                     frame["age"].to_numpy(), race, frame["hispanic"].to_numpy().astype(int))
+    con = duckdb.connect()
+    con.register("p", frame)
+    for cell in person_cells()[::7]:
+        by_sql = con.sql(f"SELECT ({cell.sql()}) AS hit FROM p").df()["hit"].to_numpy(bool)
+        assert (cell.mask()[idx] == by_sql).all(), cell.cell
+
+
+def test_tabulation_matches_pandas_counts(built: dict[str, Path]) -> None:
+    people = _slice()
+    rel = pq.read_table(built["release"]).to_pandas()
+    value = rel.set_index(["geoid", "cell"])["value"]
+    for block, group in people.groupby("block_geoid"):
+        assert value[(block, "P0010001")] == len(group)
+        male_22_24 = ((group.sex == "male") & group.age.between(22, 24)).sum()
+        assert value[(block, "P0120010")] == male_22_24
+        white_black_only = ((group.white == "Y") & (group.black == "Y")
+                            & (group[list(RACES[2:])] == "N").all(axis=1))
+        assert value[(block, "P0080011")] == white_black_only.sum()  # P8 White; Black
+    for tract, group in people.groupby(people.block_geoid.str[:11]):
+        hisp_f5 = ((group.hispanic == "Y") & (group.sex == "female") & (group.age == 5)).sum()
+        assert value[(tract, "PCT012H112")] == hisp_f5
+    levels = rel.groupby("level").geoid.nunique().to_dict()
+    assert levels == {"block": people.block_geoid.nunique(), "tract": 3}
+    assert len(rel) == levels["block"] * 775 + levels["tract"] * 3296
+
+
+# ------------------------------------------------------------------ reconstruction
+
+
+def test_reconstruction_is_sound_against_the_truth(built: dict[str, Path]) -> None:
+    proc = statrecon("census", "compare", "--truth", SLICE, "--recon", built["recon"], "--json")
+    assert proc.returncode == 0, proc.stderr
+    r = json_of(proc)
+    for key in ("persons", "blocks", "exact_match_rate", "age_within_1_rate", "blocks_exact",
+                "blocks_certified_unique", "persons_in_certified_blocks",
+                "certified_blocks_mismatched", "baseline_exact_match_rate"):
+        assert key in r
+    assert (r["persons"], r["blocks"]) == (920, 217)
+    assert r["certified_blocks_mismatched"] == 0
+    assert r["certified_binned_blocks_mismatched"] == 0
+    assert r["certain_persons_not_in_truth"] == 0
+    assert r["blocks_certified_unique"] >= 1  # the one-block tract is pinned by its tract
+    assert r["exact_match_rate"] > 2 * r["baseline_exact_match_rate"]
+    assert r["age_within_1_rate"] >= r["exact_match_rate"]
+    # Every block of these zero-solution-variability tracts is unique at the tables' ages.
+    assert r["blocks_certified_unique_binned"] == 217 and r["binned_match_rate"] == 1.0
+
+
+def test_compare_scores_a_known_perturbation(built: dict[str, Path], tmp_path: Path) -> None:
+    """Truth = the reconstruction itself, then one person's age moved by one year."""
+    table = pq.read_table(built["recon"]).to_pandas()
+    rows = [{"block_geoid": b, "sex": p["sex"], "age": p["age"],
+             **{r: "Y" if p[r] else "N" for r in RACES}, "hispanic": "Y" if p["hispanic"]
+             else "N"} for b, recs in zip(table.block, table.records, strict=True)
+            for p in recs]
+    frame = pd.DataFrame(rows)
+    frame.to_csv(tmp_path / "same.csv", index=False)
+    same = json_of(statrecon("census", "compare", "--truth", tmp_path / "same.csv",
+                             "--recon", built["recon"], "--json"))
+    assert same["exact_match_rate"] == 1.0 and same["blocks_exact"] == 217
+    i = int(np.flatnonzero(frame.age.between(30, 60))[0])
+    frame.loc[i, "age"] += 1
+    frame.to_csv(tmp_path / "moved.csv", index=False)
+    moved = json_of(statrecon("census", "compare", "--truth", tmp_path / "moved.csv",
+                              "--recon", built["recon"], "--json"))
+    assert moved["exact_match_rate"] == pytest.approx(1 - 1 / 920)
+    assert moved["age_within_1_rate"] == 1.0
+    assert moved["blocks_exact"] == 216
+
+
+def test_rerun_skips_finished_tracts(built: dict[str, Path]) -> None:
+    proc = statrecon("census", "reconstruct", built["release"], "--out", built["recon"],
+                     "--json")
+    assert proc.returncode == 0
+    assert json_of(proc)["skipped"] == 3 and json_of(proc)["ran"] == 0
+
+
+def test_kill_9_loses_only_tracts_in_flight(built: dict[str, Path], tmp_path: Path) -> None:
+    out = tmp_path / "recon.parquet"
+    env = {**os.environ, "STATRECON_TRACT_DELAY_S": "1.5"}
+    proc = subprocess.Popen([*COMMAND, "census", "reconstruct", str(built["release"]), "--out",
+                             str(out), "--workers", "1"], env=env, cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    parts = tmp_path / "recon.parquet.parts"
+    deadline = time.monotonic() + 60
+    while not list(parts.glob("*.parquet")) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    stored = list(parts.glob("*.parquet"))
+    assert len(stored) == 1 and not out.exists()
+    rerun = statrecon("census", "reconstruct", built["release"], "--out", out, "--workers", "1",
+                      "--json")
+    assert rerun.returncode == 0, rerun.stderr
+    assert (json_of(rerun)["skipped"], json_of(rerun)["ran"]) == (1, 2)
+    assert not parts.exists()
+    a = pq.read_table(out).drop_columns([]).to_pylist()
+    b = pq.read_table(built["recon"]).to_pylist()
+    assert a == b
+
+
+def test_dask_local_cluster_gives_identical_results(built: dict[str, Path],
+                                                    tmp_path: Path) -> None:
+    distributed = pytest.importorskip("distributed")
+    out = tmp_path / "recon.parquet"
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, host="127.0.0.1",
+                                  processes=True, dashboard_address=None) as cluster:
+        address = cluster.scheduler_address.replace("tcp://", "dask://")
+        proc = statrecon("census", "reconstruct", built["release"], "--out", out,
+                         "--executor", address, "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert pq.read_table(out).to_pylist() == pq.read_table(built["recon"]).to_pylist()
+
+
+# ------------------------------------------------------------------ bad input
+
+
+def _write(frame: pd.DataFrame, path: Path) -> Path:
+    frame.to_csv(path, index=False)
+    return path
+
+
+@pytest.mark.parametrize("change, parts", [
+    (lambda f: f.drop(columns=["hispanic"]), ["missing column", "hispanic"]),
+    (lambda f: f.assign(age=f.age.where(f.index != 4, 111)), ["line 6", "age", "111"]),
+    (lambda f: f.assign(age=f.age.where(f.index != 0, -1)), ["line 2", "age", "-1"]),
+    (lambda f: f.assign(block_geoid=f.block_geoid.where(f.index != 2, "12345")),
+     ["line 4", "block_geoid", "15 digits", "12345"]),
+    (lambda f: f.assign(sex=f.sex.where(f.index != 1, "M")), ["line 3", "sex", "'M'"]),
+    (lambda f: f.assign(white="N", black="N", aian="N", asian="N", nhopi="N", sor="N"),
+     ["line 2", "race flag"]),
+])
+def test_bad_persons_files_are_named(tmp_path: Path, change, parts) -> None:  # type: ignore
+    frame = change(_slice())
+    path = _write(frame, tmp_path / "bad.csv")
+    proc = statrecon("census", "tabulate", "--persons", path, "--out", tmp_path / "r.parquet")
+    assert_user_error(proc, str(path), *parts)
+
+
+def _edit(release: Path, out: Path, edits: dict[tuple[str, str], int]) -> Path:
+    table = pq.read_table(release)
+    frame = table.to_pandas()
+    for (geoid, cell), value in edits.items():
+        hit = (frame.geoid == geoid) & (frame.cell == cell)
+        assert hit.sum() == 1
+        frame.loc[hit, "value"] = value
+    import pyarrow as pa
+
+    edited = pa.Table.from_pandas(frame, preserve_index=False).replace_schema_metadata(
+        table.schema.metadata)
+    pq.write_table(edited, out)
+    return out
+
+
+def test_tables_that_do_not_add_up_exit_2(built: dict[str, Path], tmp_path: Path) -> None:
+    rel = pq.read_table(built["release"]).to_pandas()
+    block = sorted(b for b in rel.geoid.unique() if b.startswith("06037532400")
+                   and len(b) == 15)[0]
+    row = rel[(rel.geoid == block) & (rel.table == "P12") & (rel.value > 0)].iloc[0]
+    bad = _edit(built["release"], tmp_path / "bad.parquet",
+                {(block, row.cell): int(row.value) + 1})
+    proc = statrecon("census", "reconstruct", bad, "--out", tmp_path / "r.parquet")
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    for part in (block, "P12", "P1 P0010001"):
+        assert part in proc.stderr
+
+
+def _white_nh(frame: pd.DataFrame) -> pd.Series:
+    return ((frame.white == "Y") & (frame.hispanic == "N")
+            & (frame[list(RACES[1:])] == "N").all(axis=1))
+
+
+def _p12i_cell(sex: str, age: int, table: str = "P12I") -> str:
+    return next(c.cell for c in person_cells() if c.table == table and c.sex == sex
+                and c.age_lo <= age <= c.age_hi)
+
+
+def test_excluded_person_names_the_zero_cells(built: dict[str, Path], tmp_path: Path) -> None:
+    """A one-person block whose P12I count moves to an empty sex/age bin: the positive cell
+    and the zero cell that excludes it are named."""
+    people = _slice()
+    single = people.groupby("block_geoid").filter(lambda g: len(g) == 1)
+    person = single[_white_nh(single) & single.age.between(25, 84)].iloc[0]
+    block, on = person.block_geoid, _p12i_cell(person.sex, person.age)
+    off = _p12i_cell("female" if person.sex == "male" else "male", person.age)
+    bad = _edit(built["release"], tmp_path / "bad.parquet", {(block, on): 0, (block, off): 1})
+    proc = statrecon("census", "reconstruct", bad, "--out", tmp_path / "r.parquet",
+                     "--workers", "1")
+    assert proc.returncode == 2, proc.stderr
+    assert "no dataset satisfies" in proc.stderr
+    assert f"{block} P12I:{off} = 1" in proc.stderr and "= 0" in proc.stderr
+
+
+def test_moved_person_names_a_small_conflict(built: dict[str, Path],
+                                                       tmp_path: Path) -> None:
+    """Every sum still adds up, but no dataset fits: a white non-Hispanic person is moved (in
+    P12I and P12A only) onto a non-white person's sex/age bin. A small set of cells is named."""
+    people = _slice()
+    rel = pq.read_table(built["release"]).to_pandas().set_index(["geoid", "cell"])["value"]
+    for block, g in people.groupby("block_geoid"):
+        white, other = g[_white_nh(g)], g[~_white_nh(g)]
+        if len(white) and len(other):
+            a, b = white.iloc[0], other.iloc[0]
+            on, off = _p12i_cell(a.sex, a.age), _p12i_cell(b.sex, b.age)
+            on_a, off_a = (_p12i_cell(a.sex, a.age, "P12A"),
+                           _p12i_cell(b.sex, b.age, "P12A"))
+            if on != off and rel[(block, off)] == 0 and rel[(block, off_a)] == 0:
+                break
+    else:
+        raise AssertionError("the slice has a block with a white and a non-white person")
+    bad = _edit(built["release"], tmp_path / "bad.parquet",
+                {(block, on): rel[(block, on)] - 1, (block, off): 1,
+                 (block, on_a): rel[(block, on_a)] - 1, (block, off_a): 1})
+    proc = statrecon("census", "reconstruct", bad, "--out", tmp_path / "r.parquet",
+                     "--workers", "1")
+    assert proc.returncode == 2, proc.stderr
+    assert "no dataset satisfies" in proc.stderr and block in proc.stderr
+    named = proc.stderr.split("conflicting cells:")[1].split(";")
+    assert 2 <= len(named) <= 15  # a small set, not the whole tract
+
+
+def test_not_a_release_is_a_user_error(tmp_path: Path) -> None:
+    frame = pd.DataFrame({"a": [1]})
+    frame.to_parquet(tmp_path / "x.parquet")
+    assert_user_error(statrecon("census", "reconstruct", tmp_path / "x.parquet", "--out",
+                                tmp_path / "r.parquet"), "census tabulate")
+    assert_user_error(statrecon("census", "reconstruct", tmp_path / "nope.parquet", "--out",
+                                tmp_path / "r.parquet"), "no such file")
+
+
+def test_persons_loader_counts(tmp_path: Path) -> None:
+    con = duckdb.connect()
+    assert load_persons(SLICE, con) == len(_slice())

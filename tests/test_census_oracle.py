@@ -1,0 +1,127 @@
+"""The census engine against a brute-force oracle on tiny tracts (hypothesis).
+
+The oracle knows nothing of the engine's masks, pruning or witnesses: it evaluates the cell
+definitions with DuckDB (the tabulation's SQL join) on every one of the 27,972 person types,
+enumerates every multiset of persons per block that reproduces the block's published cells,
+keeps the combinations that reproduce the tract's cells, and reads off what is certain.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from functools import cache
+
+import duckdb
+import numpy as np
+import pandas as pd
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from statrecon.census.sf1 import RACES, SEXES, attribute_grid, person_cells
+from statrecon.census.tabulate import tabulate_cells
+from statrecon.engines.census import CellMatrices, TractTables, reconstruct_tract
+
+TRACT = "01001000100"
+BLOCKS = (TRACT + "1000", TRACT + "1001")
+# Tiny person types: one age bin (30-34), White / Black / both, either origin, either sex.
+TYPES = [(sex, age, race, hisp) for sex in SEXES for age in (30, 31, 33) for race in (1, 2, 3)
+         for hisp in (False, True)]
+
+
+@cache
+def _mats() -> CellMatrices:
+    return CellMatrices.build(person_cells())
+
+
+def _persons_frame(people: list[tuple[str, tuple[str, int, int, bool]]]) -> pd.DataFrame:
+    rows = []
+    for block, (sex, age, race, hisp) in people:
+        row = {"block": block, "tract": block[:11], "sex": sex, "age": age, "hispanic": hisp}
+        row.update({r: bool((race >> i) & 1) for i, r in enumerate(RACES)})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _tabulate(frame: pd.DataFrame) -> pd.DataFrame:
+    con = duckdb.connect()
+    con.register("p", frame)
+    con.execute("CREATE TABLE persons AS SELECT * FROM p")
+    return tabulate_cells(con, person_cells()).to_pandas()
+
+
+@cache
+def _membership() -> dict[str, np.ndarray]:
+    """Membership of every grid type in every cell, by DuckDB evaluating ``Sf1Cell.sql()``."""
+    g = attribute_grid()
+    frame = pd.DataFrame({
+        "sex": np.array(SEXES)[g.sex], "age": g.age.astype(np.int32),
+        "hispanic": g.hispanic.astype(bool),
+        **{r: ((g.race >> i) & 1).astype(bool) for i, r in enumerate(RACES)}})
+    con = duckdb.connect()
+    con.register("grid", frame)
+    out = {}
+    for level in ("block", "tract"):
+        cells = [c for c in person_cells() if c.level == level]
+        columns = []
+        for lo in range(0, len(cells), 200):
+            sql = ", ".join(f"({c.sql()}) AS c{i}" for i, c in enumerate(cells[lo:lo + 200]))
+            columns.append(con.sql(f"SELECT {sql} FROM grid").fetchnumpy())
+        out[level] = np.column_stack([v for part in columns for v in part.values()]
+                                     ).astype(bool)
+    return out
+
+
+def _oracle(tables: TractTables) -> list[tuple[Counter[int], ...]]:
+    member = _membership()
+    datasets_per_block = []
+    for b in range(len(tables.blocks)):
+        values = tables.block_values[b]
+        allowed = np.flatnonzero(~(member["block"][:, values == 0]).any(axis=1))
+        n = int(values[0])
+        found = []
+        for combo in itertools.combinations_with_replacement(allowed.tolist(), n):
+            if (member["block"][list(combo)].sum(axis=0) == values).all():
+                found.append(combo)
+        datasets_per_block.append(found)
+    out = []
+    for choice in itertools.product(*datasets_per_block):
+        everyone = [t for combo in choice for t in combo]
+        if (member["tract"][everyone].sum(axis=0) == tables.tract_values).all():
+            out.append(tuple(Counter(combo) for combo in choice))
+    return out
+
+
+people_strategy = st.lists(st.sampled_from(range(len(TYPES))), min_size=1, max_size=2)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(first=people_strategy, second=people_strategy)
+def test_certification_equals_brute_force(first: list[int], second: list[int]) -> None:
+    people = [(BLOCKS[0], TYPES[i]) for i in first] + [(BLOCKS[1], TYPES[i]) for i in second]
+    long = _tabulate(_persons_frame(people))
+    blocks = long[long.level == "block"]
+    tables = TractTables(
+        TRACT, BLOCKS,
+        blocks["value"].to_numpy().reshape(2, -1).astype(np.int64),
+        long[long.level == "tract"]["value"].to_numpy().astype(np.int64))
+    result = reconstruct_tract(tables, _mats())
+    assert result.status == "ok"
+    datasets = _oracle(tables)
+    assert datasets, "the truth itself is consistent"
+    mats = _mats()
+    for b, block in enumerate(result.blocks):
+        seen = [d[b] for d in datasets]
+        mine = Counter(block.records.tolist())
+        assert mine in seen  # the reconstruction is a consistent dataset
+        assert block.unique == all(s == seen[0] for s in seen)
+        certain = Counter(seen[0])  # a copy: &= works in place
+        for s in seen[1:]:
+            certain &= s
+        assert Counter(block.certain.tolist()) == certain
+        binned = [Counter(mats.binned(np.array(list(s.elements()))).tolist()) for s in seen]
+        assert block.unique_binned == all(s == binned[0] for s in binned)
+        least = Counter(binned[0])
+        for s in binned[1:]:
+            least &= s
+        assert block.certain_binned == sum(least.values())
