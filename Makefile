@@ -15,6 +15,14 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)
 	$(BIN)/statrecon reconstruct examples/block.yaml
+	mkdir -p demo-out
+	$(BIN)/statrecon census tabulate --persons examples/census/persons_3tracts.csv \
+		--out demo-out/release.parquet
+	$(BIN)/statrecon census reconstruct demo-out/release.parquet --out demo-out/recon.parquet
+	$(BIN)/statrecon census compare --truth examples/census/persons_3tracts.csv \
+		--recon demo-out/recon.parquet
+	$(BIN)/statrecon census report demo-out/recon.parquet --out demo-out/report.html \
+		--truth examples/census/persons_3tracts.csv
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
@@ -22,6 +30,7 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_exact.py
 	$(BIN)/python benchmarks/bench_linear.py
+	$(BIN)/python benchmarks/bench_census.py --dask
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks

@@ -17,6 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from statrecon.census.persons import TRACT_LENGTH
+from statrecon.census.sf1 import mask_matrix
 from statrecon.errors import InconsistentReleaseError
 
 if TYPE_CHECKING:
@@ -38,12 +39,12 @@ class Identity:
 
 
 def _masks(cells: list[Sf1Cell]) -> sp.csr_matrix:
-    return sp.csr_matrix(np.array([c.mask() for c in cells], dtype=np.int8)) if cells else \
-        sp.csr_matrix((0, 1), dtype=np.int8)
+    return mask_matrix(cells)
 
 
-def _digest(row: np.ndarray) -> str:
-    return hashlib.sha1(np.packbits(row).tobytes()).hexdigest()
+def _digest(members: np.ndarray) -> str:
+    """Fingerprint of a set of attribute cells (sorted indices)."""
+    return hashlib.sha1(np.asarray(members, dtype=np.int64).tobytes()).hexdigest()
 
 
 def find_identities(cells: tuple[Sf1Cell, ...]) -> list[Identity]:
@@ -51,9 +52,8 @@ def find_identities(cells: tuple[Sf1Cell, ...]) -> list[Identity]:
     masks = {lv: _masks(cs) for lv, cs in levels.items()}
     by_mask: dict[str, list[tuple[str, int]]] = defaultdict(list)
     for lv, m in masks.items():
-        dense = m.toarray().astype(bool)
         for i in range(m.shape[0]):
-            by_mask[_digest(dense[i])].append((lv, i))
+            by_mask[_digest(np.sort(m[i].indices))].append((lv, i))
     identities: list[Identity] = []
     for lv, cs in levels.items():
         tables: dict[str, list[int]] = defaultdict(list)
@@ -75,7 +75,7 @@ def find_identities(cells: tuple[Sf1Cell, ...]) -> list[Identity]:
                     identities.append(Identity(name, lv, tuple(idx[i] for i in inside), lv,
                                                idx[k]))
             union = np.asarray(m[leaves].sum(axis=0)).ravel() > 0
-            for whole_level, j in by_mask.get(_digest(union), []):
+            for whole_level, j in by_mask.get(_digest(np.flatnonzero(union)), []):
                 if whole_level == lv and j in idx:
                     continue
                 identities.append(Identity(name, lv, tuple(idx[i] for i in leaves),

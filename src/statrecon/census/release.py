@@ -152,20 +152,22 @@ def _values(path: Path, frame: pd.DataFrame, cells: tuple[Sf1Cell, ...]
     for level, length in (("block", GEOID_LENGTH), ("tract", TRACT_LENGTH)):
         level_cells = [c for c in cells if c.level == level]
         part = frame[frame["level"] == level]
-        ids = tuple(sorted(part["geoid"].astype(str).unique()))
+        geo = pd.Categorical(part["geoid"].astype(str))
+        ids = tuple(str(g) for g in geo.categories)  # sorted
         wrong = [g for g in ids if len(g) != length or not g.isdigit()]
         if wrong:
             raise StatreconError(f"{path}: {level} geoid {wrong[0]!r} must be {length} digits")
-        cell_index = {c.cell: i for i, c in enumerate(level_cells)}
-        ci = part["cell"].map(cell_index)
-        if ci.isna().any():
-            bad = part[ci.isna()].iloc[0]
+        codes = pd.Categorical(part["cell"].astype(str),
+                               categories=[c.cell for c in level_cells]).codes
+        if (codes < 0).any():
+            bad = part.iloc[int(np.flatnonzero(codes < 0)[0])]
             raise StatreconError(f"{path}: {level} {bad['geoid']}: cell {bad['cell']} is not "
                                  f"a {level}-level cell of the release's definitions")
-        gi = np.searchsorted(np.array(ids), part["geoid"].astype(str).to_numpy())
+        gi = np.asarray(geo.codes, dtype=np.int64)
+        ci = np.asarray(codes, dtype=np.int64)
         matrix = np.full((len(ids), len(level_cells)), -1, dtype=np.int64)
         counts = np.zeros_like(matrix)
-        np.add.at(counts, (gi, ci.to_numpy(dtype=np.int64)), 1)
+        np.add.at(counts, (gi, ci), 1)
         if (counts > 1).any():
             g, c = np.argwhere(counts > 1)[0]
             raise StatreconError(f"{path}: {level} {ids[g]} cell {level_cells[c].cell} "
@@ -174,7 +176,7 @@ def _values(path: Path, frame: pd.DataFrame, cells: tuple[Sf1Cell, ...]
             g, c = np.argwhere(counts == 0)[0]
             raise StatreconError(f"{path}: {level} {ids[g]}: cell {level_cells[c].table} "
                                  f"{level_cells[c].cell} is missing")
-        matrix[gi, ci.to_numpy(dtype=np.int64)] = value[part.index.to_numpy()].astype(np.int64)
+        matrix[gi, ci] = value[part.index.to_numpy()].astype(np.int64)
         out.append(matrix)
         geos.append(ids)
     blocks, tracts = geos

@@ -70,6 +70,8 @@ def reconstruct_release(release: CensusRelease, out: Path, *, workers: int = 1,
                          ran=0, persons=0)
     if progress:
         progress(0, len(todo), 0)
+    # No more processes than tracts: a pool only pays its start-up for parallel work.
+    workers = max(1, min(workers, len(todo)))
     for tables, (table, info) in run_units(solve_tract, (release.cells, options), todo,
                                            workers=workers, executor=executor):
         store.write(table, tables.tract)

@@ -13,6 +13,7 @@ subsets of the six races) x Hispanic (2) = 27,972 attribute cells.
 from __future__ import annotations
 
 import csv
+import functools
 import hashlib
 import io
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from functools import cache
 from importlib import resources
 
 import numpy as np
+import scipy.sparse as sp
 
 RACES = ("white", "black", "aian", "asian", "nhopi", "sor")
 SEXES = ("male", "female")
@@ -64,6 +66,10 @@ class Sf1Cell:
             parts.append(f"age BETWEEN {self.age_lo} AND {self.age_hi}")
         return " AND ".join(parts) if parts else "TRUE"
 
+    def members(self) -> np.ndarray:
+        """Indices of the attribute cells this cell counts (cached: masks are rebuilt often)."""
+        return _members(self)
+
     def mask(self) -> np.ndarray:
         """Which of the GRID_SIZE attribute cells this cell counts (bool vector)."""
         grid = attribute_grid()
@@ -79,6 +85,20 @@ class Sf1Cell:
             keep &= grid.sex == SEXES.index(self.sex)
         keep &= (grid.age >= self.age_lo) & (grid.age <= self.age_hi)
         return keep
+
+
+@functools.lru_cache(maxsize=16384)
+def _members(cell: Sf1Cell) -> np.ndarray:
+    return np.flatnonzero(cell.mask()).astype(np.int32)
+
+
+def mask_matrix(cells: list[Sf1Cell] | tuple[Sf1Cell, ...]) -> sp.csr_matrix:
+    """Cells x GRID_SIZE 0/1 matrix (int8) of the cells' members."""
+    parts = [c.members() for c in cells]
+    indptr = np.cumsum([0] + [len(p) for p in parts])
+    indices = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)
+    return sp.csr_matrix((np.ones(len(indices), dtype=np.int8), indices, indptr),
+                         shape=(len(parts), GRID_SIZE))
 
 
 @dataclass(frozen=True)

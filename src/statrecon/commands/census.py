@@ -21,7 +21,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from statrecon.errors import InconsistentReleaseError
+from statrecon.errors import InconsistentReleaseError, StatreconError
 
 census_app = typer.Typer(
     add_completion=False,
@@ -122,6 +122,24 @@ def reconstruct(
                else ""))
     if summary.statuses.get("unknown"):
         raise typer.Exit(EXIT_UNKNOWN)
+
+
+@census_app.command("block-release")
+def block_release(
+    release: Annotated[Path, typer.Argument(help="Release file from `census tabulate`.")],
+    block: Annotated[str, typer.Option(help="15-digit block geoid.")],
+    out: Annotated[Path, typer.Option(help="Release file (YAML) to write.")],
+) -> None:
+    """One block's SF1 cells as statrecon statistics (for `statrecon reconstruct`)."""
+    from statrecon.census.release import read_release
+    from statrecon.census.statistics import block_release_yaml
+
+    text = block_release_yaml(read_release(release), block)
+    try:
+        out.write_text(text, encoding="utf-8")
+    except OSError as e:
+        raise StatreconError(f"{out}: cannot write: {e.strerror}") from None
+    Console(stderr=True).print(f"wrote {out}")
 
 
 @census_app.command()

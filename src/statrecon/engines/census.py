@@ -26,7 +26,15 @@ import numpy as np
 import scipy.sparse as sp
 from ortools.sat.python import cp_model
 
-from statrecon.census.sf1 import GRID_SIZE, MAX_AGE, N_AGES, N_RACES, Sf1Cell, attribute_grid
+from statrecon.census.sf1 import (
+    GRID_SIZE,
+    MAX_AGE,
+    N_AGES,
+    N_RACES,
+    Sf1Cell,
+    attribute_grid,
+    mask_matrix,
+)
 
 
 @dataclass(frozen=True)
@@ -47,9 +55,7 @@ class CellMatrices:
         tract = [c for c in cells if c.level == "tract"]
 
         def matrix(cs: list[Sf1Cell]) -> sp.csr_matrix:
-            if not cs:
-                return sp.csr_matrix((0, GRID_SIZE), dtype=np.int8)
-            return sp.csr_matrix(np.array([c.mask() for c in cs], dtype=np.int8))
+            return mask_matrix(cs)
 
         starts = sorted({0} | {c.age_lo for c in block} | {c.age_hi + 1 for c in block})
         starts = [a for a in starts if a <= MAX_AGE]
@@ -198,6 +204,13 @@ def compile_tract(tables: TractTables, mats: CellMatrices) -> _Model:
     return _Model(model, x, block_of, cell_of, rows_out)
 
 
+def len_of_cell(mats: CellMatrices) -> Any:
+    """Sort key: how many attribute cells a row's published cell counts."""
+    sizes = {name: mats.block[i].nnz for i, name in enumerate(mats.block_cells)}
+    sizes.update({name: mats.tract[i].nnz for i, name in enumerate(mats.tract_cells)})
+    return lambda row: sizes[row[0].split(" ", 1)[1]]
+
+
 def _zero_cover(tables: TractTables, mats: CellMatrices, row: tuple[str, list[int], int]
                 ) -> tuple[str, ...]:
     """A positive cell none of whose persons survives the published zeros: that cell and a
@@ -207,21 +220,26 @@ def _zero_cover(tables: TractTables, mats: CellMatrices, row: tuple[str, list[in
     is_block = geoid in tables.blocks
     names = mats.block_cells if is_block else mats.tract_cells
     matrix = mats.block if is_block else mats.tract
-    need = set(matrix[names.index(name)].indices.tolist())
-    zeros: list[tuple[str, set[int]]] = []
+    need = np.zeros(GRID_SIZE, dtype=np.int8)
+    need[matrix[names.index(name)].indices] = 1
+    labels: list[str] = []
+    rows: list[sp.csr_matrix] = []
     if is_block:
-        b = tables.blocks.index(geoid)
-        zeros += [(f"{geoid} {mats.block_cells[k]}", set(mats.block[k].indices.tolist()))
-                  for k in np.flatnonzero(tables.block_values[b] == 0)]
-    zeros += [(f"{tables.tract} {mats.tract_cells[k]}", set(mats.tract[k].indices.tolist()))
-              for k in np.flatnonzero(tables.tract_values == 0)]
+        zero = np.flatnonzero(tables.block_values[tables.blocks.index(geoid)] == 0)
+        labels += [f"{geoid} {mats.block_cells[k]}" for k in zero]
+        rows.append(mats.block[zero])
+    zero = np.flatnonzero(tables.tract_values == 0)
+    labels += [f"{tables.tract} {mats.tract_cells[k]}" for k in zero]
+    rows.append(mats.tract[zero])
+    zeros = sp.vstack(rows).tocsr().astype(np.int64)
     chosen = [f"{label} = {value}"]  # the positive cell, then the zeros that exclude it
-    while need and zeros:
-        best = max(zeros, key=lambda z: len(z[1] & need))
-        if not best[1] & need:
+    while need.any():
+        hits = zeros @ need.astype(np.int64)
+        best = int(np.argmax(hits))
+        if hits[best] == 0:
             break
-        chosen.append(f"{best[0]} = 0")
-        need -= best[1]
+        chosen.append(f"{labels[best]} = 0")
+        need[zeros[best].indices] = 0
     return tuple(chosen)
 
 
@@ -358,7 +376,8 @@ def reconstruct_tract(tables: TractTables, mats: CellMatrices,
     info: dict[str, Any] = dict(variables=len(m.x), constraints=len(m.rows), solve_s=solve_s)
     empty = [r for r in m.rows if not r[1]]
     if empty:
-        covers = [_zero_cover(tables, mats, row) for row in empty[:50]]
+        empty.sort(key=len_of_cell(mats))  # small cells first: their covers are short
+        covers = [_zero_cover(tables, mats, row) for row in empty[:10]]
         return TractResult(tables.tract, "infeasible", (), conflict=min(covers, key=len),
                            **info)
     if status == cp_model.INFEASIBLE:
