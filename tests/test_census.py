@@ -340,3 +340,20 @@ def test_block_release_agrees_with_the_general_exact_engine(tmp_path: Path) -> N
     solutions = [sorted((p["age"], p["black"] == "Y", p["asian"] == "Y") for p in s)
                  for s in general["solutions"]]
     assert ours in solutions
+
+
+def test_time_limit_gives_unknown_never_certified(built: dict[str, Path],
+                                                  tmp_path: Path) -> None:
+    out = tmp_path / "recon.parquet"
+    proc = statrecon("census", "reconstruct", built["release"], "--out", out, "--workers", "1",
+                     "--time-limit", "0.001", "--json")
+    assert proc.returncode == 3, proc.stderr
+    rows = pq.read_table(out).to_pylist()
+    unknown = [r for r in rows if r["status"] == "unknown"]
+    assert unknown, "a 1 ms limit cannot finish the 211-block tract"
+    assert all(r["unique"] is None and r["certain_persons"] is None for r in unknown)
+    rerun = statrecon("census", "reconstruct", built["release"], "--out", out, "--workers", "1",
+                      "--json")  # unknown tracts are redone, finished ones kept
+    assert rerun.returncode == 0, rerun.stderr
+    assert json_of(rerun)["ran"] == len({r["tract"] for r in unknown})
+    assert pq.read_table(out).to_pylist() == pq.read_table(built["recon"]).to_pylist()
