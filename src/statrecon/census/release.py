@@ -88,7 +88,8 @@ def _total_cell(cells: list[Sf1Cell]) -> int:
         if (all(r is None for r in c.race) and c.two_or_more is None and c.hispanic is None
                 and c.sex is None and c.age_lo == 0 and c.age_hi >= 110):
             return i
-    raise StatreconError("the release has no block-level total cell (P1)")
+    raise StatreconError("the release has no block-level total cell (P1); tabulate with "
+                         "--tables sf1-persons or include P1")
 
 
 def read_release(path: Path) -> CensusRelease:
@@ -114,6 +115,10 @@ def read_release(path: Path) -> CensusRelease:
     frame = table.select(list(COLUMNS)).to_pandas()
     values = _values(path, frame, cells)
     block_values, tract_values, blocks, tracts = values
+    try:  # P1 gives each block's population
+        _total_cell([c for c in cells if c.level == "block"])
+    except StatreconError as e:
+        raise StatreconError(f"{path}: {e}") from None
     h = definitions_digest(cells) + ":" + _hash_values(block_values, tract_values, blocks)
     release = CensusRelease(path, cells, str(meta.get("tables", "")), h, blocks, tracts,
                             block_values, tract_values)
@@ -180,7 +185,13 @@ def _values(path: Path, frame: pd.DataFrame, cells: tuple[Sf1Cell, ...]
         out.append(matrix)
         geos.append(ids)
     blocks, tracts = geos
+    if not blocks:
+        raise StatreconError(f"{path}: no block-level cells; reconstruction needs the block "
+                             f"tables (at least P1)")
     orphans = sorted({b[:TRACT_LENGTH] for b in blocks} - set(tracts))
     if orphans and any(c.level == "tract" for c in cells):
         raise StatreconError(f"{path}: tract {orphans[0]} has blocks but no tract-level cells")
+    if not any(c.level == "tract" for c in cells):  # block tables only: tracts from the ids
+        tracts = tuple(sorted({b[:TRACT_LENGTH] for b in blocks}))
+        out[1] = np.zeros((len(tracts), 0), dtype=np.int64)
     return out[0], out[1], blocks, tracts

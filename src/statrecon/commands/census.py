@@ -78,7 +78,8 @@ def reconstruct(
     executor: Annotated[str | None, typer.Option(help="dask://HOST:PORT to run on a Dask "
                                                  "cluster instead of a local pool.")] = None,
     time_limit: Annotated[float | None, typer.Option(
-        min=0.001, help="Seconds per tract; past it the tract is 'unknown'.")] = None,
+        min=0.001, help="Solver seconds per tract (solve and certify); past it the tract is "
+             "'unknown', never certified.")] = None,
     certify: Annotated[bool, typer.Option(help="Certify per-block uniqueness and certain "
                                           "persons.")] = True,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable summary.")] = False,

@@ -89,7 +89,8 @@ class TractTables:
 
     @property
     def persons(self) -> int:
-        return int(self.block_values[:, 0].sum()) if len(self.blocks) else 0
+        """Population, if the first block cell is the total (as in every SF1 release)."""
+        return int(self.block_values[:, 0].sum()) if self.block_values.size else 0
 
 
 @dataclass(frozen=True)
