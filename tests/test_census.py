@@ -376,3 +376,19 @@ def test_partial_table_sets(tmp_path: Path) -> None:
                                     tmp_path / "x.parquet"), str(rel), message)
     assert_user_error(statrecon("census", "tabulate", "--persons", SLICE, "--out", rel,
                                 "--tables", "P99"), "P99")
+
+
+def test_bad_release_values_are_named(built: dict[str, Path], tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    table = pq.read_table(built["release"])
+    frame = table.to_pandas()
+    block = frame.geoid.iloc[0]
+    negative = _edit(built["release"], tmp_path / "neg.parquet", {(block, "P0120010"): -3})
+    assert_user_error(statrecon("census", "reconstruct", negative, "--out",
+                                tmp_path / "r.parquet"), block, "P0120010", "-3")
+    dropped = frame[~((frame.geoid == block) & (frame.cell == "P0140005"))]
+    pq.write_table(pa.Table.from_pandas(dropped, preserve_index=False)
+                   .replace_schema_metadata(table.schema.metadata), tmp_path / "drop.parquet")
+    assert_user_error(statrecon("census", "reconstruct", tmp_path / "drop.parquet", "--out",
+                                tmp_path / "r.parquet"), block, "P0140005", "missing")

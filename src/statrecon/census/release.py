@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import duckdb
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -25,6 +25,7 @@ from statrecon.errors import StatreconError
 METADATA_KEY = b"statrecon.census"
 FORMAT = 1
 COLUMNS = ("level", "geoid", "table", "cell", "value")
+SELECT_COLUMNS = ", ".join(f'"{c}"' for c in COLUMNS)
 
 
 def write_release(table: pa.Table, cells: tuple[Sf1Cell, ...], tables: str, path: Path) -> None:
@@ -97,10 +98,10 @@ def read_release(path: Path) -> CensusRelease:
     if not path.exists():
         raise StatreconError(f"{path}: no such file")
     try:
-        table = pq.read_table(path)
+        schema = pq.read_schema(path)
     except (pa.ArrowInvalid, OSError) as e:
         raise StatreconError(f"{path}: not a Parquet file ({e})") from None
-    raw = (table.schema.metadata or {}).get(METADATA_KEY)
+    raw = (schema.metadata or {}).get(METADATA_KEY)
     if raw is None:
         raise StatreconError(f"{path}: no census cell definitions in the file; make releases "
                              f"with `statrecon census tabulate`")
@@ -109,12 +110,10 @@ def read_release(path: Path) -> CensusRelease:
         cells = tuple(_cell_from_json(c) for c in meta["cells"])
     except (ValueError, KeyError, TypeError) as e:
         raise StatreconError(f"{path}: unreadable cell definitions ({e})") from None
-    missing = [c for c in COLUMNS if c not in table.column_names]
+    missing = [c for c in COLUMNS if c not in schema.names]
     if missing:
         raise StatreconError(f"{path}: missing column(s) {', '.join(missing)}")
-    frame = table.select(list(COLUMNS)).to_pandas()
-    values = _values(path, frame, cells)
-    block_values, tract_values, blocks, tracts = values
+    block_values, tract_values, blocks, tracts = _values(path, cells)
     try:  # P1 gives each block's population
         _total_cell([c for c in cells if c.level == "block"])
     except StatreconError as e:
@@ -139,37 +138,59 @@ def _hash_values(block_values: np.ndarray, tract_values: np.ndarray,
     return h.hexdigest()[:16]
 
 
-def _values(path: Path, frame: pd.DataFrame, cells: tuple[Sf1Cell, ...]
+def _values(path: Path, cells: tuple[Sf1Cell, ...]
             ) -> tuple[np.ndarray, np.ndarray, tuple[str, ...], tuple[str, ...]]:
-    """Pivot the long table to (geographies x cells) per level, checking every entry."""
-    if frame["value"].isna().any():
-        bad = frame[frame["value"].isna()].iloc[0]
-        raise StatreconError(f"{path}: {bad['level']} {bad['geoid']} {bad['table']} "
-                             f"{bad['cell']}: no value")
-    value = frame["value"].to_numpy()
-    if not np.all(np.equal(np.mod(value, 1), 0)) or (value < 0).any():
-        bad = frame[(value < 0) | (np.mod(value, 1) != 0)].iloc[0]
-        raise StatreconError(f"{path}: {bad['level']} {bad['geoid']} {bad['table']} "
-                             f"{bad['cell']}: a count must be a whole number >= 0, "
-                             f"got {bad['value']}")
+    """Pivot the long table to (geographies x cells) per level, checking every entry.
+
+    DuckDB reads the file and turns geoids and cells into integer codes, so memory stays at a
+    few numbers per published value (no Python string per row).
+    """
+    con = duckdb.connect()
+    quoted = str(path).replace("'", "''")
+    con.execute(f"CREATE VIEW release AS SELECT {SELECT_COLUMNS} "
+                f"FROM read_parquet('{quoted}')")
+
+    def first(condition: str) -> tuple[object, ...] | None:
+        rows = con.execute(f"SELECT level, geoid, \"table\", cell, value FROM release "
+                           f"WHERE {condition} LIMIT 1").fetchall()
+        return rows[0] if rows else None
+
+    bad = first("value IS NULL")
+    if bad:
+        raise StatreconError(f"{path}: {bad[0]} {bad[1]} {bad[2]} {bad[3]}: no value")
+    bad = first("value < 0 OR value <> round(value)")
+    if bad:
+        raise StatreconError(f"{path}: {bad[0]} {bad[1]} {bad[2]} {bad[3]}: a count must be "
+                             f"a whole number >= 0, got {bad[4]}")
+    bad = first("level NOT IN ('block', 'tract') OR level IS NULL")
+    if bad:
+        raise StatreconError(f"{path}: unknown level {bad[0]!r} (expected block or tract)")
     out: list[np.ndarray] = []
     geos: list[tuple[str, ...]] = []
     for level, length in (("block", GEOID_LENGTH), ("tract", TRACT_LENGTH)):
         level_cells = [c for c in cells if c.level == level]
-        part = frame[frame["level"] == level]
-        geo = pd.Categorical(part["geoid"].astype(str))
-        ids = tuple(str(g) for g in geo.categories)  # sorted
+        con.register("defs", pa.table({"ci": pa.array(range(len(level_cells)), pa.int64()),
+                                       "cell": [c.cell for c in level_cells]}))
+        ids = tuple(str(r[0]) for r in con.execute(
+            f"SELECT DISTINCT geoid FROM release WHERE level = '{level}' ORDER BY geoid"
+        ).fetchall())
         wrong = [g for g in ids if len(g) != length or not g.isdigit()]
         if wrong:
             raise StatreconError(f"{path}: {level} geoid {wrong[0]!r} must be {length} digits")
-        codes = pd.Categorical(part["cell"].astype(str),
-                               categories=[c.cell for c in level_cells]).codes
-        if (codes < 0).any():
-            bad = part.iloc[int(np.flatnonzero(codes < 0)[0])]
-            raise StatreconError(f"{path}: {level} {bad['geoid']}: cell {bad['cell']} is not "
-                                 f"a {level}-level cell of the release's definitions")
-        gi = np.asarray(geo.codes, dtype=np.int64)
-        ci = np.asarray(codes, dtype=np.int64)
+        unknown = con.execute(f"SELECT r.geoid, r.cell FROM release r ANTI JOIN defs d "
+                              f"ON r.cell = d.cell WHERE r.level = '{level}' LIMIT 1"
+                              ).fetchall()
+        if unknown:
+            raise StatreconError(f"{path}: {level} {unknown[0][0]}: cell {unknown[0][1]} is "
+                                 f"not a {level}-level cell of the release's definitions")
+        arrays = con.execute(f"""
+            SELECT dense_rank() OVER (ORDER BY r.geoid) - 1 AS gi, d.ci,
+                   CAST(r.value AS BIGINT) AS value
+            FROM release r JOIN defs d ON r.cell = d.cell
+            WHERE r.level = '{level}'""").fetchnumpy()
+        con.unregister("defs")
+        gi = np.asarray(arrays["gi"], dtype=np.int64)
+        ci = np.asarray(arrays["ci"], dtype=np.int64)
         matrix = np.full((len(ids), len(level_cells)), -1, dtype=np.int64)
         counts = np.zeros_like(matrix)
         np.add.at(counts, (gi, ci), 1)
@@ -181,7 +202,7 @@ def _values(path: Path, frame: pd.DataFrame, cells: tuple[Sf1Cell, ...]
             g, c = np.argwhere(counts == 0)[0]
             raise StatreconError(f"{path}: {level} {ids[g]}: cell {level_cells[c].table} "
                                  f"{level_cells[c].cell} is missing")
-        matrix[gi, ci] = value[part.index.to_numpy()].astype(np.int64)
+        matrix[gi, ci] = np.asarray(arrays["value"], dtype=np.int64)
         out.append(matrix)
         geos.append(ids)
     blocks, tracts = geos
