@@ -314,7 +314,8 @@ def test_persons_loader_counts(tmp_path: Path) -> None:
 
 def test_block_release_agrees_with_the_general_exact_engine(tmp_path: Path) -> None:
     """A one-block tract of two persons with two-or-more races: which combination goes with
-    which age is not published, so both engines must say 'not unique' and nothing certain."""
+    which age is not published (not even with P13's median 36.5), so both engines must say
+    'not unique' and nothing certain."""
     people = pd.DataFrame([
         {"block_geoid": "990010000011000", "sex": "male", "age": 31, "white": "Y",
          "black": "Y", "aian": "N", "asian": "N", "nhopi": "N", "sor": "N", "hispanic": "N"},
@@ -324,9 +325,11 @@ def test_block_release_agrees_with_the_general_exact_engine(tmp_path: Path) -> N
     rel, recon, block = tmp_path / "r.parquet", tmp_path / "c.parquet", tmp_path / "b.yaml"
     tables = "P1,P6,P8,P9,P10,P12,P12A,P12G,P14,PCT12,PCT12G"  # fewer cells: a faster test
     assert statrecon("census", "tabulate", "--persons", persons, "--out", rel, "--tables",
-                     tables).returncode == 0
+                     tables, "--with-p13").returncode == 0
     assert statrecon("census", "block-release", rel, "--block", "990010000011000", "--out",
                      block).returncode == 0
+    assert "MEDIAN(age) FROM persons WHERE sex = 'male', value: 36.5" in block.read_text() \
+        or "value: 36.5" in block.read_text()
     exact = statrecon("reconstruct", block, "--json", "--all")
     assert exact.returncode == 0, exact.stderr
     general = json_of(exact)
@@ -392,3 +395,28 @@ def test_bad_release_values_are_named(built: dict[str, Path], tmp_path: Path) ->
                    .replace_schema_metadata(table.schema.metadata), tmp_path / "drop.parquet")
     assert_user_error(statrecon("census", "reconstruct", tmp_path / "drop.parquet", "--out",
                                 tmp_path / "r.parquet"), block, "P0140005", "missing")
+
+
+def test_p13_medians_pin_more_and_stay_sound(built: dict[str, Path], tmp_path: Path) -> None:
+    """P13 (median age by sex, a non-linear statistic) pins single-year ages in small blocks:
+    more blocks certified unique, a higher exact-match rate, still nothing certified wrongly."""
+    rel, recon = tmp_path / "r13.parquet", tmp_path / "c13.parquet"
+    assert statrecon("census", "tabulate", "--persons", SLICE, "--out", rel,
+                     "--with-p13").returncode == 0
+    values = pq.read_table(rel).to_pandas()
+    p13 = values[values.table == "P13"]
+    people = _slice()
+    first_block = people.block_geoid.iloc[0]
+    males = people[(people.block_geoid == first_block) & (people.sex == "male")].age
+    assert p13.set_index(["geoid", "cell"]).value[(first_block, "P0130002")] == \
+        round(10 * float(np.median(males)))
+    proc = statrecon("census", "reconstruct", rel, "--out", recon, "--workers", "2")
+    assert proc.returncode == 0, proc.stderr
+    with_p13 = json_of(statrecon("census", "compare", "--truth", SLICE, "--recon", recon,
+                                 "--json"))
+    without = json_of(statrecon("census", "compare", "--truth", SLICE, "--recon",
+                                built["recon"], "--json"))
+    assert with_p13["certified_blocks_mismatched"] == 0
+    assert with_p13["certain_persons_not_in_truth"] == 0
+    assert with_p13["blocks_certified_unique"] > without["blocks_certified_unique"]
+    assert with_p13["exact_match_rate"] > without["exact_match_rate"]

@@ -18,20 +18,32 @@ import pandas as pd
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from statrecon.census.sf1 import RACES, SEXES, attribute_grid, person_cells
+from statrecon.census.sf1 import (
+    MEDIAN_SCALE,
+    RACES,
+    SEXES,
+    Sf1Cell,
+    attribute_grid,
+    p13_cells,
+    person_cells,
+)
 from statrecon.census.tabulate import tabulate_cells
 from statrecon.engines.census import CellMatrices, TractTables, reconstruct_tract
 
 TRACT = "01001000100"
 BLOCKS = (TRACT + "1000", TRACT + "1001")
 # Tiny person types: one age bin (30-34), White / Black / both, either origin, either sex.
-TYPES = [(sex, age, race, hisp) for sex in SEXES for age in (30, 31, 33) for race in (1, 2, 3)
-         for hisp in (False, True)]
+TYPES = [(sex, age, race, hisp) for sex in SEXES for age in (30, 31, 33, 45)
+         for race in (1, 2, 3) for hisp in (False, True)]
+
+
+def _cells(with_p13: bool) -> tuple[Sf1Cell, ...]:
+    return person_cells() + (p13_cells() if with_p13 else ())
 
 
 @cache
-def _mats() -> CellMatrices:
-    return CellMatrices.build(person_cells())
+def _mats(with_p13: bool) -> CellMatrices:
+    return CellMatrices.build(_cells(with_p13))
 
 
 def _persons_frame(people: list[tuple[str, tuple[str, int, int, bool]]]) -> pd.DataFrame:
@@ -43,11 +55,11 @@ def _persons_frame(people: list[tuple[str, tuple[str, int, int, bool]]]) -> pd.D
     return pd.DataFrame(rows)
 
 
-def _tabulate(frame: pd.DataFrame) -> pd.DataFrame:
+def _tabulate(frame: pd.DataFrame, with_p13: bool) -> pd.DataFrame:
     con = duckdb.connect()
     con.register("p", frame)
     con.execute("CREATE TABLE persons AS SELECT * FROM p")
-    return tabulate_cells(con, person_cells()).to_pandas()
+    return tabulate_cells(con, _cells(with_p13)).to_pandas()
 
 
 @cache
@@ -62,7 +74,7 @@ def _membership() -> dict[str, np.ndarray]:
     con.register("grid", frame)
     out = {}
     for level in ("block", "tract"):
-        cells = [c for c in person_cells() if c.level == level]
+        cells = [c for c in _cells(True) if c.level == level]
         columns = []
         for lo in range(0, len(cells), 200):
             sql = ", ".join(f"({c.sql()}) AS c{i}" for i, c in enumerate(cells[lo:lo + 200]))
@@ -72,16 +84,30 @@ def _membership() -> dict[str, np.ndarray]:
     return out
 
 
-def _oracle(tables: TractTables) -> list[tuple[Counter[int], ...]]:
+def _median_x10(ages: np.ndarray) -> int:
+    """SF1's P13 value: the median age with one implied decimal, 0 for an empty group."""
+    return round(MEDIAN_SCALE * float(np.median(ages))) if len(ages) else 0
+
+
+def _oracle(tables: TractTables, with_p13: bool) -> list[tuple[Counter[int], ...]]:
     member = _membership()
+    block_cells = [c for c in _cells(with_p13) if c.level == "block"]
+    count = np.array([not c.is_median for c in block_cells])
+    medians = np.flatnonzero(~count)
+    block_member = member["block"][:, : len(block_cells)]
+    ages = attribute_grid().age
     datasets_per_block = []
     for b in range(len(tables.blocks)):
         values = tables.block_values[b]
-        allowed = np.flatnonzero(~(member["block"][:, values == 0]).any(axis=1))
+        allowed = np.flatnonzero(~(block_member[:, (values == 0) & count]).any(axis=1))
         n = int(values[0])
         found = []
         for combo in itertools.combinations_with_replacement(allowed.tolist(), n):
-            if (member["block"][list(combo)].sum(axis=0) == values).all():
+            hits = block_member[list(combo)]
+            if not (hits.sum(axis=0)[count] == values[count]).all():
+                continue
+            if all(_median_x10(ages[np.array(combo)][hits[:, k]]) == values[k]
+                   for k in medians):
                 found.append(combo)
         datasets_per_block.append(found)
     out = []
@@ -92,24 +118,26 @@ def _oracle(tables: TractTables) -> list[tuple[Counter[int], ...]]:
     return out
 
 
-people_strategy = st.lists(st.sampled_from(range(len(TYPES))), min_size=1, max_size=2)
+people_strategy = st.lists(st.sampled_from(range(len(TYPES))), min_size=1, max_size=3)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(first=people_strategy, second=people_strategy)
-def test_certification_equals_brute_force(first: list[int], second: list[int]) -> None:
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(first=people_strategy, second=people_strategy, with_p13=st.booleans())
+def test_certification_equals_brute_force(first: list[int], second: list[int],
+                                          with_p13: bool) -> None:
+    """With and without P13 (median age by sex), a non-linear statistic."""
     people = [(BLOCKS[0], TYPES[i]) for i in first] + [(BLOCKS[1], TYPES[i]) for i in second]
-    long = _tabulate(_persons_frame(people))
+    long = _tabulate(_persons_frame(people), with_p13)
     blocks = long[long.level == "block"]
     tables = TractTables(
         TRACT, BLOCKS,
         blocks["value"].to_numpy().reshape(2, -1).astype(np.int64),
         long[long.level == "tract"]["value"].to_numpy().astype(np.int64))
-    result = reconstruct_tract(tables, _mats())
+    result = reconstruct_tract(tables, _mats(with_p13))
     assert result.status == "ok"
-    datasets = _oracle(tables)
+    datasets = _oracle(tables, with_p13)
     assert datasets, "the truth itself is consistent"
-    mats = _mats()
+    mats = _mats(with_p13)
     for b, block in enumerate(result.blocks):
         seen = [d[b] for d in datasets]
         mine = Counter(block.records.tolist())

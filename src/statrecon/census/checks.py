@@ -53,12 +53,14 @@ def find_identities(cells: tuple[Sf1Cell, ...]) -> list[Identity]:
     by_mask: dict[str, list[tuple[str, int]]] = defaultdict(list)
     for lv, m in masks.items():
         for i in range(m.shape[0]):
-            by_mask[_digest(np.sort(m[i].indices))].append((lv, i))
+            if not levels[lv][i].is_median:  # medians are not counts: no sums to check
+                by_mask[_digest(np.sort(m[i].indices))].append((lv, i))
     identities: list[Identity] = []
     for lv, cs in levels.items():
         tables: dict[str, list[int]] = defaultdict(list)
         for i, c in enumerate(cs):
-            tables[c.table].append(i)
+            if not c.is_median:
+                tables[c.table].append(i)
         for name, idx in tables.items():
             m = masks[lv][idx]
             size = np.asarray(m.sum(axis=1)).ravel()
@@ -81,6 +83,38 @@ def find_identities(cells: tuple[Sf1Cell, ...]) -> list[Identity]:
                 identities.append(Identity(name, lv, tuple(idx[i] for i in leaves),
                                            whole_level, j))
     return identities
+
+
+def group_sizes(cells: tuple[Sf1Cell, ...]) -> dict[int, tuple[int, ...]]:
+    """For each block-level median cell (index among block cells): block count cells whose sum
+    is the size of the group the median is taken over (a table's leaves that tile it)."""
+    block = [c for c in cells if c.level == "block"]
+    out: dict[int, tuple[int, ...]] = {}
+    medians = [i for i, c in enumerate(block) if c.is_median]
+    if not medians:
+        return out
+    masks = _masks(block)
+    tables: dict[str, list[int]] = defaultdict(list)
+    for i, c in enumerate(block):
+        if not c.is_median:
+            tables[c.table].append(i)
+    for k in medians:
+        group = masks[k]
+        size_k = group.nnz
+        for idx in tables.values():
+            m = masks[idx]
+            size = np.asarray(m.sum(axis=1)).ravel()
+            overlap = (m @ m.T).toarray()
+            contains = (overlap == size[None, :]) & (size[:, None] > size[None, :])
+            leaves = np.flatnonzero(~contains.any(axis=1))
+            lo = overlap[np.ix_(leaves, leaves)]
+            if (lo - np.diag(np.diag(lo))).any():
+                continue
+            inside = np.asarray((m[leaves] @ group.T).toarray()).ravel() == size[leaves]
+            if size[leaves][inside].sum() == size_k:
+                out[k] = tuple(idx[i] for i in leaves[inside])
+                break
+    return out
 
 
 def _per_tract(release: CensusRelease, block_matrix: np.ndarray) -> np.ndarray:

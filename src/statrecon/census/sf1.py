@@ -47,6 +47,11 @@ class Sf1Cell:
     sex: str | None  # "male", "female" or None (both)
     age_lo: int
     age_hi: int
+    statistic: str = "count"  # "count", or "median" (of age; value x 10, one implied decimal)
+
+    @property
+    def is_median(self) -> bool:
+        return self.statistic == "median"
 
     def sql(self) -> str:
         """The cell as a DuckDB predicate over the person columns (flags are booleans)."""
@@ -93,11 +98,12 @@ def _members(cell: Sf1Cell) -> np.ndarray:
 
 
 def mask_matrix(cells: list[Sf1Cell] | tuple[Sf1Cell, ...]) -> sp.csr_matrix:
-    """Cells x GRID_SIZE 0/1 matrix (int8) of the cells' members."""
+    """Cells x GRID_SIZE 0/1 matrix of the cells' members (int32: products count overlaps of
+    up to 27,972 types, which int8 would overflow)."""
     parts = [c.members() for c in cells]
     indptr = np.cumsum([0] + [len(p) for p in parts])
     indices = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)
-    return sp.csr_matrix((np.ones(len(indices), dtype=np.int8), indices, indptr),
+    return sp.csr_matrix((np.ones(len(indices), dtype=np.int32), indices, indptr),
                          shape=(len(parts), GRID_SIZE))
 
 
@@ -176,13 +182,36 @@ def person_cells() -> tuple[Sf1Cell, ...]:
 TABLE_SETS = {"sf1-persons": None}  # None = every table in the cell file
 
 
-def select_cells(tables: str = "sf1-persons") -> tuple[Sf1Cell, ...]:
+DESCRIPTOR_FILE = "sf1_data_field_descriptors.csv"
+MEDIAN_SCALE = 10  # SF1 medians have one implied decimal: 34.5 is stored as 345
+
+
+@cache
+def p13_cells() -> tuple[Sf1Cell, ...]:
+    """P13 (median age by sex, block level), read from the SF1 data field descriptors."""
+    text = resources.files("statrecon").joinpath("data", DESCRIPTOR_FILE).read_text("utf-8")
+    sexes = {"Both sexes": None, "Male": "male", "Female": "female"}
+    cells = []
+    for row in csv.DictReader(io.StringIO(text)):
+        code = (row["FIELD CODE"] or "").strip()
+        if row["TABLE NUMBER"].strip() != "P13" or not code:
+            continue
+        title = row["FIELD NAME"].strip()
+        cells.append(Sf1Cell(table="P13", cell=code, level="block", title=f"Median age: {title}",
+                             race=(None,) * len(RACES), two_or_more=None, hispanic=None,
+                             sex=sexes[title], age_lo=0, age_hi=MAX_AGE, statistic="median"))
+    return tuple(cells)
+
+
+def select_cells(tables: str = "sf1-persons", *, with_p13: bool = False
+                 ) -> tuple[Sf1Cell, ...]:
     """Cells of a named table set, or of a comma-separated list of table names."""
     from statrecon.errors import StatreconError
 
     cells = person_cells()
+    extra = p13_cells() if with_p13 else ()
     if tables in TABLE_SETS:
-        return cells
+        return cells + extra
     wanted = [t.strip().upper() for t in tables.split(",") if t.strip()]
     known = {c.table for c in cells}
     unknown = [t for t in wanted if t not in known]
@@ -190,7 +219,7 @@ def select_cells(tables: str = "sf1-persons") -> tuple[Sf1Cell, ...]:
         raise StatreconError(
             f"--tables {tables!r}: unknown table(s) {', '.join(unknown) or '(none given)'}; "
             f"use sf1-persons or names among {', '.join(sorted(known))}")
-    return tuple(c for c in cells if c.table in wanted)
+    return tuple(c for c in cells if c.table in wanted) + extra
 
 
 def definitions_digest(cells: tuple[Sf1Cell, ...]) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from statrecon.census.release import CensusRelease
-from statrecon.census.sf1 import MAX_AGE, RACES, Sf1Cell
+from statrecon.census.sf1 import MAX_AGE, MEDIAN_SCALE, RACES, Sf1Cell
 from statrecon.errors import StatreconError
 
 TABLE = "persons"
@@ -55,11 +55,21 @@ def block_release(release: CensusRelease, block: str) -> dict[str, Any]:
     if alone and tract in release.tracts:
         t = release.tracts.index(tract)
         cells += list(zip(release.tract_cells, release.tract_values[t].tolist(), strict=True))
-    statistics = []
-    for cell, value in cells:
+    from statrecon.census.checks import group_sizes
+
+    sizes = group_sizes(release.cells)
+    statistics: list[dict[str, Any]] = []
+    for i, (cell, value) in enumerate(cells):
         where = release_predicate(cell)
-        sql = f"SELECT COUNT(*) FROM {TABLE}" + (f" WHERE {where}" if where else "")
-        statistics.append({"id": f"{cell.table}:{cell.cell}", "sql": sql, "value": int(value)})
+        suffix = f" WHERE {where}" if where else ""
+        ident = f"{cell.table}:{cell.cell}"
+        if cell.is_median:  # P13: a median of an empty group is not published
+            if i in sizes and int(release.block_values[b, list(sizes[i])].sum()) > 0:
+                statistics.append({"id": ident, "sql": f"SELECT MEDIAN(age) FROM {TABLE}"
+                                   f"{suffix}", "value": value / MEDIAN_SCALE})
+            continue
+        statistics.append({"id": ident, "sql": f"SELECT COUNT(*) FROM {TABLE}{suffix}",
+                           "value": int(value)})
     flags = {"type": "categorical", "values": ["N", "Y"]}
     note = ("tract cells included: the block is its tract's only block" if alone else
             "tract cells left out: they also count the tract's other blocks")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import duckdb
 import pyarrow as pa
 
-from statrecon.census.sf1 import RACES, Sf1Cell
+from statrecon.census.sf1 import MEDIAN_SCALE, RACES, Sf1Cell
 
 
 def _cells_table(cells: tuple[Sf1Cell, ...]) -> pa.Table:
@@ -38,12 +38,15 @@ def tabulate_cells(con: duckdb.DuckDBPyConnection, cells: tuple[Sf1Cell, ...]) -
     Every cell of every populated geography is present, zeros included: published zeros are
     what prunes the reconstruction. Rows are ordered by level, geoid and cell file order.
     """
+    all_cells = cells
+    medians = [c for c in cells if c.is_median]
+    cells = tuple(c for c in cells if not c.is_median)
     con.register("cell_defs", _cells_table(cells))
     flags = ", ".join(RACES)
     race_match = " AND ".join(f"(c.{r} IS NULL OR c.{r} = k.{r})" for r in RACES)
     n_races = " + ".join(f"{r}::INT" for r in RACES)
     try:
-        return con.sql(f"""
+        counts = con.sql(f"""
             WITH keys AS (
                 SELECT sex, age, {flags}, hispanic, {n_races} AS n_races,
                        block, tract, count(*) AS n
@@ -68,3 +71,25 @@ def tabulate_cells(con: duckdb.DuckDBPyConnection, cells: tuple[Sf1Cell, ...]) -
             ORDER BY g.level, g.geoid, c.ci""").to_arrow_table()
     finally:
         con.unregister("cell_defs")
+    if not medians:
+        return counts
+    # Keep the promised order (level, geoid, definition order) with the medians in place.
+    both = pa.concat_tables([counts, _medians(con, medians)])
+    order = {c.cell: i for i, c in enumerate(all_cells)}
+    key = pa.array([order[c] for c in both["cell"].to_pylist()], pa.int32())
+    both = both.append_column("ci", key).sort_by(
+        [("level", "ascending"), ("geoid", "ascending"), ("ci", "ascending")])
+    return both.drop_columns(["ci"])
+
+
+def _medians(con: duckdb.DuckDBPyConnection, cells: list[Sf1Cell]) -> pa.Table:
+    """Median age per block for each median cell, x MEDIAN_SCALE (0 for an empty group, as
+    SF1 prints it)."""
+    parts = []
+    for c in cells:
+        parts.append(con.sql(f"""
+            SELECT 'block' AS level, block AS geoid, '{c.table}' AS "table", '{c.cell}' AS cell,
+                   CAST(coalesce(round({MEDIAN_SCALE} * quantile_cont(age, 0.5)
+                                       FILTER (WHERE {c.sql()})), 0) AS INTEGER) AS value
+            FROM persons GROUP BY block ORDER BY block""").to_arrow_table())
+    return pa.concat_tables(parts)

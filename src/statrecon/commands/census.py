@@ -38,6 +38,8 @@ def tabulate(
     out: Annotated[Path, typer.Option(help="Release file to write (Parquet).")],
     tables: Annotated[str, typer.Option(help="sf1-persons (all), or table names such as "
                                         "P1,P12,PCT12.")] = "sf1-persons",
+    with_p13: Annotated[bool, typer.Option("--with-p13", help="Also publish P13, median age "
+                                           "by sex per block (a non-linear statistic).")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable summary.")] = False,
 ) -> None:
     """Compute every SF1 person-table cell for every block and tract (DuckDB, one query)."""
@@ -48,7 +50,7 @@ def tabulate(
     from statrecon.census.sf1 import select_cells
     from statrecon.census.tabulate import tabulate_cells
 
-    cells = select_cells(tables)
+    cells = select_cells(tables, with_p13=with_p13)
     t0 = time.perf_counter()
     con = duckdb.connect()
     n = load_persons(persons, con)

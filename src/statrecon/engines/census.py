@@ -48,6 +48,8 @@ class CellMatrices:
     age_bin: np.ndarray  # age -> first age of its bin at block-table resolution
     block_class: np.ndarray  # attribute cell -> id of its set of block cells (same id: no
     #                          block table tells the two apart)
+    is_count: np.ndarray  # per block cell: a count (True) or a median (P13)
+    group_sizes: dict[int, tuple[int, ...]]  # median cell -> count cells summing to its group
 
     @classmethod
     def build(cls, cells: tuple[Sf1Cell, ...]) -> CellMatrices:
@@ -62,14 +64,18 @@ class CellMatrices:
         age_bin = np.zeros(N_AGES, dtype=np.int64)
         for a in starts:
             age_bin[a:] = a
+        from statrecon.census.checks import group_sizes
+
         mb = matrix(block)
-        columns = mb.T.tocsr()
+        is_count = np.array([not c.is_median for c in block], dtype=bool)
+        columns = mb[np.flatnonzero(is_count)].T.tocsr()
         signature = [columns.indices[columns.indptr[j]:columns.indptr[j + 1]].tobytes()
                      for j in range(GRID_SIZE)]
         _, block_class = np.unique(np.array(signature, dtype=object), return_inverse=True)
         return cls(tuple(c.table + ":" + c.cell for c in block),
                    tuple(c.table + ":" + c.cell for c in tract),
-                   mb, matrix(tract), age_bin, block_class.astype(np.int64))
+                   mb, matrix(tract), age_bin, block_class.astype(np.int64), is_count,
+                   group_sizes(cells))
 
     def binned(self, grid_index: np.ndarray) -> np.ndarray:
         """Attribute cell -> the same cell with its age replaced by its bin's first age."""
@@ -139,6 +145,81 @@ class TractResult:
         return sum(b.persons for b in self.blocks)
 
 
+@dataclass(frozen=True)
+class MedianSpec:
+    """A published median age (P13) of one block's group: the variables of the group, their
+    ages, the group size n (from count cells) and twice the median."""
+
+    label: str
+    block: int
+    variables: np.ndarray
+    ages: np.ndarray
+    n: int
+    twice: int
+
+    def holds_after(self, values: np.ndarray, changed: np.ndarray, step: np.ndarray) -> bool:
+        """``holds`` for ``values`` changed at a few positions (a candidate witness)."""
+        counts = values[self.variables].copy()
+        position = np.searchsorted(self.variables, changed)
+        inside = (position < len(self.variables)) & (
+            self.variables[np.minimum(position, len(self.variables) - 1)] == changed)
+        np.add.at(counts, position[inside], step[inside])
+        return self._median_ok(counts)
+
+    def _median_ok(self, counts: np.ndarray) -> bool:
+        ages = np.repeat(self.ages, counts)
+        if len(ages) != self.n:
+            return False
+        ages.sort()
+        return int(ages[(self.n - 1) // 2] + ages[self.n // 2]) == self.twice
+
+    def holds(self, values: np.ndarray) -> bool:
+        """Do these counts give this median? (Checks witnesses exactly.)"""
+        counts = values[self.variables]
+        ages = np.repeat(self.ages, counts)
+        if len(ages) != self.n:
+            return False
+        ages.sort()
+        return int(ages[(self.n - 1) // 2] + ages[self.n // 2]) == self.twice
+
+
+def _cumulative(x: list[cp_model.IntVar], spec: MedianSpec, age: int) -> Any:
+    return cp_model.LinearExpr.sum([x[int(v)] for v, a in zip(spec.variables, spec.ages,
+                                                               strict=True) if a <= age])
+
+
+def _add_median(model: cp_model.CpModel, x: list[cp_model.IntVar], spec: MedianSpec) -> bool:
+    """Median constraints on counts: the k-th (and k+1-th) smallest ages. False: impossible.
+
+    With C(a) = persons aged <= a, the k-th smallest age is t exactly when C(t-1) <= k-1 and
+    C(t) >= k. An odd group pins one age; an even group chooses a pair (lo, hi) with
+    lo + hi = twice the median among the ages its variables can take.
+    """
+    n, twice = spec.n, spec.twice
+    if n % 2:
+        if twice % 2:
+            return False
+        k, m = (n + 1) // 2, twice // 2
+        model.add(_cumulative(x, spec, m - 1) <= k - 1)
+        model.add(_cumulative(x, spec, m) >= k)
+        return True
+    k = n // 2
+    ages = sorted(set(spec.ages.tolist()))
+    options = [(lo, twice - lo) for lo in ages if lo <= twice - lo and twice - lo in ages]
+    if not options:
+        return False
+    choices = []
+    for lo, hi in options:
+        pick = model.new_bool_var("")
+        for age, bound, sense in ((lo - 1, k - 1, "<="), (lo, k, ">="), (hi - 1, k, "<="),
+                                  (hi, k + 1, ">=")):
+            c = _cumulative(x, spec, age)
+            model.add(c <= bound if sense == "<=" else c >= bound).only_enforce_if(pick)
+        choices.append(pick)
+    model.add_exactly_one(choices)
+    return True
+
+
 @dataclass
 class _Model:
     model: cp_model.CpModel
@@ -146,6 +227,8 @@ class _Model:
     block_of: np.ndarray  # variable -> block position
     cell_of: np.ndarray  # variable -> attribute cell
     rows: list[tuple[str, list[int], int]]  # (cell label, variable indices, value)
+    medians: list[MedianSpec] = field(default_factory=list)
+    bad_medians: list[str] = field(default_factory=list)  # published medians no ages can give
 
     def matrix(self) -> sp.csr_matrix:
         """The equalities as a sparse 0/1 matrix (rows x variables)."""
@@ -173,17 +256,19 @@ def _solver(options: CensusOptions, end: float | None) -> cp_model.CpSolver:
 def compile_tract(tables: TractTables, mats: CellMatrices) -> _Model:
     """Variables where no published zero forbids them; one equality per nonzero cell."""
     vb = tables.block_values
-    zero_block = sp.csr_matrix((vb == 0).astype(np.int8))
+    counts = mats.is_count
+    zero_block = sp.csr_matrix(((vb == 0) & counts[None, :]).astype(np.int32))
     forbidden = (zero_block @ mats.block).toarray() > 0
     zero_tract = (tables.tract_values == 0).astype(np.int8)
     forbidden |= (sp.csr_matrix(zero_tract[None, :]) @ mats.tract).toarray() > 0
     block_of, cell_of = np.nonzero(~forbidden)
     model = cp_model.CpModel()
     # Upper bound of each count: the smallest published cell containing it.
-    sub = mats.block[:, cell_of].tocsc()
-    ub = np.full(len(cell_of), int(vb.max(initial=0)), dtype=np.int64)
+    count_rows = np.flatnonzero(counts)
+    sub = mats.block[count_rows][:, cell_of].tocsc()
+    ub = np.full(len(cell_of), int(vb[:, count_rows].max(initial=0)), dtype=np.int64)
     for j in range(len(cell_of)):
-        rows = sub.indices[sub.indptr[j]:sub.indptr[j + 1]]
+        rows = count_rows[sub.indices[sub.indptr[j]:sub.indptr[j + 1]]]
         if len(rows):
             ub[j] = vb[block_of[j], rows].min()
     x = [model.new_int_var(0, int(u), f"x{j}") for j, u in enumerate(ub)]
@@ -192,7 +277,7 @@ def compile_tract(tables: TractTables, mats: CellMatrices) -> _Model:
     for b, block in enumerate(tables.blocks):
         lo, hi = starts[b], starts[b + 1]
         part = mats.block[:, cell_of[lo:hi]].tocsr()
-        for k in np.flatnonzero(vb[b] > 0):
+        for k in np.flatnonzero((vb[b] > 0) & counts):
             idx = (part.indices[part.indptr[k]:part.indptr[k + 1]] + lo).tolist()
             rows_out.append((f"{block} {mats.block_cells[k]}", idx, int(vb[b, k])))
     tract_part = mats.tract[:, cell_of].tocsr()
@@ -202,7 +287,36 @@ def compile_tract(tables: TractTables, mats: CellMatrices) -> _Model:
                          int(tables.tract_values[k])))
     for _, idx, value in rows_out:
         model.add(cp_model.LinearExpr.sum([x[i] for i in idx]) == value)
-    return _Model(model, x, block_of, cell_of, rows_out)
+    m = _Model(model, x, block_of, cell_of, rows_out)
+    _compile_medians(m, tables, mats, starts)
+    return m
+
+
+def _compile_medians(m: _Model, tables: TractTables, mats: CellMatrices,
+                     starts: np.ndarray) -> None:
+    """P13: one MedianSpec per block and published median whose group is not empty."""
+    from statrecon.census.sf1 import MEDIAN_SCALE
+
+    ages = attribute_grid().age
+    vb = tables.block_values
+    for k, parts in mats.group_sizes.items():
+        members = np.zeros(GRID_SIZE, dtype=bool)
+        members[mats.block[k].indices] = True
+        for b, block in enumerate(tables.blocks):
+            n = int(vb[b, list(parts)].sum())
+            if n == 0:
+                continue
+            label = f"{block} {mats.block_cells[k]} = {vb[b, k]}"
+            if (2 * int(vb[b, k])) % MEDIAN_SCALE:
+                m.bad_medians.append(label + " (not a multiple of 0.5 years)")
+                continue
+            lo, hi = starts[b], starts[b + 1]
+            variables = np.arange(lo, hi)[members[m.cell_of[lo:hi]]]
+            spec = MedianSpec(label, b, variables, ages[m.cell_of[variables]], n,
+                              2 * int(vb[b, k]) // MEDIAN_SCALE)
+            if not _add_median(m.model, m.x, spec):
+                m.bad_medians.append(label + " (no ages allowed by the other cells give it)")
+            m.medians.append(spec)
 
 
 def len_of_cell(mats: CellMatrices) -> Any:
@@ -253,6 +367,8 @@ def _conflict(m: _Model, options: CensusOptions, end: float | None) -> tuple[str
         lit = model.new_bool_var("")
         model.add(cp_model.LinearExpr.sum([x[i] for i in idx]) == value).only_enforce_if(lit)
         lits.append(lit)
+    for spec in m.medians:  # medians stay hard: the named cells are the counts
+        _add_median(model, x, spec)
     model.add_assumptions(lits)
     solver = _solver(options, end)
     if solver.solve(model) != cp_model.INFEASIBLE:
@@ -272,6 +388,9 @@ def _conflict(m: _Model, options: CensusOptions, end: float | None) -> tuple[str
                 i += 1
     return (*(f"{m.rows[i][0]} = {m.rows[i][2]}" for i in chosen),
             "(with the cells published as 0)")
+
+
+SINGLE_SWAP_PARTNERS = 12
 
 
 def _swap_witnesses(m: _Model, mats: CellMatrices, first: np.ndarray) -> np.ndarray:
@@ -312,18 +431,39 @@ def _swap_witnesses(m: _Model, mats: CellMatrices, first: np.ndarray) -> np.ndar
                     break
             if moved:
                 deltas.append((int(j), list(changes.items())))
+            if m.medians:  # medians reject most bulk trades: also try one person at a time
+                for p in partners[:SINGLE_SWAP_PARTNERS]:
+                    b2, c2 = int(m.block_of[p]), int(m.cell_of[p])
+                    into_b, into_b2 = index.get((b, c2)), index.get((b2, c))
+                    if into_b is not None and into_b2 is not None:
+                        deltas.append((int(j), [(int(j), -1), (int(p), -1), (into_b, 1),
+                                                (into_b2, 1)]))
     if not deltas:
         return bound
     rows = [v for _, ch in deltas for v, _ in ch]
     cols = [w for w, (_, ch) in enumerate(deltas) for _ in ch]
     vals = [d for _, ch in deltas for _, d in ch]
     d = sp.csc_matrix((vals, (rows, cols)), shape=(len(m.x), len(deltas)))
+    d.sum_duplicates()
     residual = abs(a @ d).sum(axis=0).A.ravel()
+    by_block: dict[int, list[MedianSpec]] = {}
+    for spec in m.medians:
+        by_block.setdefault(spec.block, []).append(spec)
     for w, (j, _) in enumerate(deltas):
-        col = d[:, w].toarray().ravel()
-        if residual[w] == 0 and (first + col >= 0).all():
-            bound[j] = min(bound[j], first[j] + col[j])
+        if residual[w] != 0 or first[j] + d[j, w] >= bound[j]:
+            continue
+        changed = d.indices[d.indptr[w]:d.indptr[w + 1]]
+        step = d.data[d.indptr[w]:d.indptr[w + 1]]
+        if (first[changed] + step < 0).any():
+            continue
+        touched = {int(m.block_of[v]) for v in changed}
+        if all(spec.holds_after(first, changed, step)
+               for b in touched for spec in by_block.get(b, [])):
+            bound[j] = first[j] + d[j, w]
     return bound
+
+
+OBJECTIVE_ROUND_S = 1.0
 
 
 def _certify(m: _Model, groups: list[np.ndarray], bound: np.ndarray, options: CensusOptions,
@@ -350,8 +490,17 @@ def _certify(m: _Model, groups: list[np.ndarray], bound: np.ndarray, options: Ce
         model.add_bool_or(lits)
         for v, value in zip(x, first, strict=True):
             model.add_hint(v, int(value))
+        # First try to lower as many counts as one witness can (capped); if that finds no
+        # witness in time, ask the plain question, which is what proofs need.
+        model.maximize(cp_model.LinearExpr.sum(lits))
         solver = _solver(options, end)
+        solver.parameters.max_time_in_seconds = min(solver.parameters.max_time_in_seconds,
+                                                    OBJECTIVE_ROUND_S)
         status = solver.solve(model)
+        if status == cp_model.UNKNOWN:
+            model.clear_objective()
+            solver = _solver(options, end)
+            status = solver.solve(model)
         if status == cp_model.INFEASIBLE:
             return bound, True, rounds
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
@@ -375,6 +524,9 @@ def reconstruct_tract(tables: TractTables, mats: CellMatrices,
     status = solver.solve(m.model)
     solve_s = time.perf_counter() - t0
     info: dict[str, Any] = dict(variables=len(m.x), constraints=len(m.rows), solve_s=solve_s)
+    if m.bad_medians:
+        return TractResult(tables.tract, "infeasible", (), conflict=tuple(m.bad_medians[:1]),
+                           **info)
     empty = [r for r in m.rows if not r[1]]
     if empty:
         empty.sort(key=len_of_cell(mats))  # small cells first: their covers are short
