@@ -153,3 +153,20 @@ def test_certification_equals_brute_force(first: list[int], second: list[int],
         for s in binned[1:]:
             least &= s
         assert block.certain_binned == sum(least.values())
+
+
+def test_solver_conflict_names_the_contradicting_cells() -> None:
+    """P1 raised to 3 for a two-person block while every other cell still says two: no cell
+    is empty of candidates, so CP-SAT (assumptions, then deletion) must name the conflict."""
+    people = [(BLOCKS[0], TYPES[0]), (BLOCKS[0], TYPES[1]), (BLOCKS[1], TYPES[2])]
+    long = _tabulate(_persons_frame(people), False)
+    blocks = long[long.level == "block"]
+    values = blocks["value"].to_numpy().reshape(2, -1).astype(np.int64)
+    values[0, 0] = 3  # P1
+    tables = TractTables(TRACT, BLOCKS, values,
+                         long[long.level == "tract"]["value"].to_numpy().astype(np.int64))
+    result = reconstruct_tract(tables, _mats(False))
+    assert result.status == "infeasible" and not result.blocks
+    named = [c for c in result.conflict if "=" in c]
+    assert f"{BLOCKS[0]} P1:P0010001 = 3" in named
+    assert 2 <= len(named) <= 6  # P1 and a few cells that say two

@@ -361,7 +361,10 @@ def _zero_cover(tables: TractTables, mats: CellMatrices, row: tuple[str, list[in
 def _conflict(m: _Model, options: CensusOptions, end: float | None) -> tuple[str, ...]:
     """A small set of published cells that cannot all hold (CP-SAT assumptions, then shrunk)."""
     model = cp_model.CpModel()
-    x = [model.new_int_var(0, v.proto.domain[-1], "") for v in m.x]
+    # No per-variable bounds here: they come from positive cells, which must be named if
+    # they take part in the conflict; only the published zeros stay implicit (pruning).
+    big = max((value for _, _, value in m.rows), default=0)
+    x = [model.new_int_var(0, big, "") for _ in m.x]
     lits = []
     for _, idx, value in m.rows:
         lit = model.new_bool_var("")
