@@ -1,0 +1,567 @@
+"""Generate-then-Verify (reference 003): claims R(a, m) that every consistent block satisfies.
+
+A claim R(a, m) says "exactly m housing units of this block match the partial assignment a"
+(a fixes the values of a subset of the ten columns). It is *verified* when every dataset
+consistent with the published block tables satisfies it; that is proven by an INFEASIBLE
+solver status, never by a time-out.
+
+The default formulation (``formulation="fast"``) differs from the paper's in three ways, each
+sound on its own:
+
+* **Histogram, not rows.** One integer per coherent unit type that no published zero cell
+  forbids (a few hundred per block instead of N one-hot rows with W helpers per statistic and
+  row). Each published cell is one linear equality; row symmetry disappears.
+* **Claims as type sets.** A claim's count is the sum of the types matching it. Claims with
+  the same type set in this block (for example ``size=1`` and ``hh_type=nonfamily_*_alone`` on
+  the alone types) and the same multiplicity are one question.
+* **Batched refutation.** Instead of one "count(a) != m" model per claim, one model asks "does
+  some consistent block break at least one open claim?" (maximising how many it breaks). Each
+  answer is a real consistent block and refutes every claim it breaks; INFEASIBLE proves all
+  remaining claims at once.
+
+Candidates are generated as in the paper: K distinct consistent blocks (random objectives over
+the histogram), and the claims true in all K over every subset of columns.
+
+Negative claims (the paper's footnote 4) are reported for assignments present in all K
+blocks whose multiplicity is not determined: "multiplicity 0 is impossible", i.e. at least
+one unit matches, proven by the same batched refutation.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+from ortools.sat.python import cp_model
+
+from statrecon.census import households as hh
+from statrecon.errors import InconsistentReleaseError
+
+N_COLS = hh.N_COLUMNS
+VALUE_BITS = 4 * N_COLS  # packed values occupy the low 40 bits of a claim key
+MULT_BITS = 12  # multiplicity m < 4096 in a claim id
+ALL_SUBSETS = np.arange(1, 1 << N_COLS, dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class BlockRelease:
+    """What is published for one block: one count per cell of ``hh.table_index().cells``."""
+
+    block: str
+    values: np.ndarray  # int64, one per published cell (zeros included)
+
+    @property
+    def units(self) -> int:
+        """Housing units in the block (H1)."""
+        return int(self.values[hh.cell_position("H1_001")])
+
+
+@dataclass(frozen=True)
+class Claim:
+    """R(a, m): exactly ``multiplicity`` units match ``values`` on ``columns``."""
+
+    columns: tuple[int, ...]  # sorted column indices into hh.COLUMNS
+    values: tuple[int, ...]  # codes, one per column
+    multiplicity: int
+
+    @property
+    def k(self) -> int:
+        return len(self.columns)
+
+    def assignment(self) -> dict[str, str]:
+        return {hh.COLUMNS[c].name: hh.COLUMNS[c].values[v]
+                for c, v in zip(self.columns, self.values, strict=True)}
+
+    def matches(self, types: np.ndarray) -> np.ndarray:
+        """Which rows of a type-code array match the assignment."""
+        mask = np.ones(len(types), dtype=bool)
+        for c, v in zip(self.columns, self.values, strict=True):
+            mask &= types[:, c] == v
+        return mask
+
+
+@dataclass(frozen=True)
+class ClaimsOptions:
+    formulation: str = "fast"  # "fast" (default) or "paper"
+    k_solutions: int = 100  # K consistent blocks to generate candidates from
+    time_limit: float | None = None  # seconds for the whole block; None: no limit
+    seed: int = 0
+    negative: bool = True  # also prove "at least one unit matches" for undetermined claims
+    workers: int = 1  # CP-SAT search workers per solve
+
+
+@dataclass
+class BlockClaims:
+    """Everything proven about one block; ``status`` is "unknown" when a limit cut it short."""
+
+    block: str
+    units: int
+    statistics: int
+    status: str
+    verified: list[Claim]
+    trivial: list[bool]
+    negative: list[Claim]  # assignment with multiplicity = the smallest value proven possible
+    negative_trivial: list[bool]
+    candidates: int
+    unknown: int  # candidates neither verified nor refuted (time limit)
+    solutions: int  # distinct consistent blocks generated
+    allowed_types: int
+    reconstructed: bool  # the whole block is determined (every full record verified)
+    elapsed_s: float
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+# --- the histogram model -----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class BlockModel:
+    """Unit types a block may contain and the published cells as equalities over them."""
+
+    release: BlockRelease
+    types: np.ndarray  # (n, 10) codes of the allowed unit types
+    type_ids: np.ndarray  # their indices in hh.unit_types()
+    upper: np.ndarray  # the largest count each type can have (smallest cell containing it)
+    matrix: sp.csr_matrix  # cells x allowed types, 0/1
+    packed: np.ndarray  # hh.pack(types)
+
+
+def compile_block(release: BlockRelease) -> BlockModel:
+    """Prune unit types by published zeros and write every cell as an equality.
+
+    Raises InconsistentReleaseError naming the cells when a positive cell has no type left.
+    """
+    index = hh.table_index()
+    values = np.asarray(release.values, dtype=np.int64)
+    if len(values) != len(index.cells):
+        raise ValueError(f"block {release.block}: {len(values)} values for "
+                         f"{len(index.cells)} cells")
+    # the smallest value on each cell's chain of ancestors
+    chain_min = values.copy()
+    for cell in range(len(values)):  # parents come first within a table
+        p = int(index.parent[cell])
+        if p >= 0:
+            chain_min[cell] = min(chain_min[cell], chain_min[p])
+    deepest = index.deepest
+    upper = np.full(len(deepest), np.iinfo(np.int64).max, dtype=np.int64)
+    for j in range(deepest.shape[1]):
+        d = deepest[:, j]
+        inside = d >= 0
+        upper[inside] = np.minimum(upper[inside], chain_min[d[inside]])
+    upper = np.minimum(upper, release.units)
+    type_ids = np.flatnonzero(upper > 0)
+    rows: list[np.ndarray] = []
+    cols: list[np.ndarray] = []
+    sub = deepest[type_ids]
+    for j in range(sub.shape[1]):
+        cur = sub[:, j].astype(np.int64)
+        local = np.arange(len(type_ids))
+        while True:
+            keep = cur >= 0
+            if not keep.any():
+                break
+            cur, local = cur[keep], local[keep]
+            rows.append(cur)
+            cols.append(local)
+            cur = index.parent[cur].astype(np.int64)
+    r = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
+    c = np.concatenate(cols) if cols else np.zeros(0, dtype=np.int64)
+    matrix = sp.csr_matrix((np.ones(len(r), dtype=np.int64), (r, c)),
+                           shape=(len(values), len(type_ids)))
+    empty = np.flatnonzero((values > 0) & (np.asarray(matrix.sum(axis=1)).ravel() == 0))
+    if len(empty):
+        raise InconsistentReleaseError(_zero_conflict(release, int(empty[0]), values))
+    types = hh.unit_types()[type_ids]
+    return BlockModel(release, types, type_ids, upper[type_ids], matrix, hh.pack(types))
+
+
+def _zero_conflict(release: BlockRelease, cell: int, values: np.ndarray) -> str:
+    """Name a positive cell and a small set of zero cells that together exclude it."""
+    index = hh.table_index()
+    uncovered = np.flatnonzero(_cell_mask(cell))
+    zero_masks = {int(z): _cell_mask(int(z)) for z in np.flatnonzero(values == 0)}
+    chosen: list[int] = []
+    while len(uncovered) and zero_masks:
+        best = max(zero_masks, key=lambda z: int(zero_masks[z][uncovered].sum()))
+        hit = zero_masks[best][uncovered]
+        if not hit.any():
+            break
+        chosen.append(best)
+        uncovered = uncovered[~hit]
+    named = ", ".join(f"{index.cells[z].cell} = 0" for z in chosen)
+    c = index.cells[cell]
+    return (f"block {release.block}: the published cells contradict each other: "
+            f"{c.cell} ({c.title}) = {int(values[cell])}, but {named or 'the structural rules'} "
+            f"leave no housing unit it could count")
+
+
+def _cell_mask(cell: int) -> np.ndarray:
+    """Which unit types the cell counts (its chain contains the cell)."""
+    index = hh.table_index()
+    j = int(index.table_of[cell])
+    cur = index.deepest[:, j].astype(np.int64)
+    out = np.zeros(len(cur), dtype=bool)
+    while True:
+        keep = cur >= 0
+        if not keep.any():
+            return out
+        out[keep & (cur == cell)] = True
+        cur = np.where(keep, index.parent[np.maximum(cur, 0)], -1)
+
+
+class _Histogram:
+    """A CP-SAT model of the block: x_t units of allowed type t, A x = published values."""
+
+    def __init__(self, m: BlockModel) -> None:
+        self.m = m
+        self.model = cp_model.CpModel()
+        self.x = [self.model.new_int_var(0, int(u), f"x{i}") for i, u in enumerate(m.upper)]
+        a = m.matrix.tocsr()
+        for row in range(a.shape[0]):
+            idx = a.indices[a.indptr[row]:a.indptr[row + 1]]
+            value = int(m.release.values[row])
+            if len(idx) == 0:
+                continue  # a zero cell with no allowed type
+            self.model.add(sum(self.x[i] for i in idx) == value)
+
+    def count(self, members: np.ndarray) -> cp_model.LinearExprT:
+        return sum(self.x[i] for i in np.flatnonzero(members))
+
+
+def _solver(time_limit: float | None, workers: int, seed: int) -> cp_model.CpSolver:
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = workers
+    solver.parameters.random_seed = seed
+    if time_limit is not None:
+        solver.parameters.max_time_in_seconds = max(time_limit, 0.01)
+    return solver
+
+
+def _left(end: float | None) -> float | None:
+    return None if end is None else end - time.perf_counter()
+
+
+# --- generate ----------------------------------------------------------------------------
+
+def generate_solutions(m: BlockModel, k: int, *, seed: int = 0, end: float | None = None,
+                       workers: int = 1) -> list[np.ndarray]:
+    """Up to k distinct consistent blocks (histograms), from random linear objectives.
+
+    Raises InconsistentReleaseError when there is none (the tables contradict each other).
+    """
+    rng = np.random.default_rng(seed)
+    h = _Histogram(m)
+    seen: set[bytes] = set()
+    out: list[np.ndarray] = []
+    attempts = 0
+    while len(out) < k and attempts < 3 * k:
+        attempts += 1
+        weights = rng.integers(-20, 21, size=len(h.x)) if attempts > 1 else np.zeros(len(h.x))
+        h.model.clear_objective()
+        if np.any(weights):
+            h.model.maximize(sum(int(w) * v for w, v in zip(weights, h.x, strict=True) if w))
+        left = _left(end)
+        if left is not None and left <= 0:
+            break
+        solver = _solver(left, workers, seed + attempts)
+        status = solver.solve(h.model)
+        if status == cp_model.INFEASIBLE and not out:
+            raise InconsistentReleaseError(
+                f"block {m.release.block}: no set of housing units matches every published cell")
+        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            break
+        x = np.array([solver.value(v) for v in h.x], dtype=np.int64)
+        key = x.tobytes()
+        if key not in seen:
+            seen.add(key)
+            out.append(x)
+    return out
+
+
+def _subset_masks() -> np.ndarray:
+    """For each non-empty subset A of columns (bitmask), the packed-value mask of A."""
+    masks = np.zeros(len(ALL_SUBSETS), dtype=np.int64)
+    for j in range(N_COLS):
+        has = (ALL_SUBSETS >> j) & 1
+        masks |= has * (np.int64(15) << (4 * j))
+    return masks
+
+
+SUBSET_MASKS = _subset_masks()
+
+
+def _na_bits(types: np.ndarray) -> np.ndarray:
+    """Per type, the bitmask of its NA columns."""
+    bits = np.zeros(len(types), dtype=np.int64)
+    for j in range(N_COLS):
+        bits |= (types[:, j] == hh.NA_CODE).astype(np.int64) << j
+    return bits
+
+
+def solution_claims(m: BlockModel, x: np.ndarray) -> np.ndarray:
+    """Every claim true in one block, as sorted int64 ids (subset, values, multiplicity).
+
+    Claims range over every subset of the columns a unit has (vacant units: vacancy only).
+    """
+    present = np.flatnonzero(x > 0)
+    packed = m.packed[present]
+    counts = x[present]
+    na = _na_bits(m.types[present])
+    subset = np.repeat(ALL_SUBSETS[None, :], len(present), axis=0)
+    ok = (subset & na[:, None]) == 0
+    keys = (subset << VALUE_BITS) | (packed[:, None] & SUBSET_MASKS[None, :])
+    keys = keys[ok]
+    weights = np.repeat(counts[:, None], len(ALL_SUBSETS), axis=1)[ok]
+    uniq, inv = np.unique(keys, return_inverse=True)
+    mult = np.bincount(inv, weights=weights).astype(np.int64)
+    return np.sort((uniq << MULT_BITS) | mult)
+
+
+def decode_claim(claim_id: int) -> Claim:
+    mult = claim_id & ((1 << MULT_BITS) - 1)
+    key = claim_id >> MULT_BITS
+    subset = key >> VALUE_BITS
+    cols = tuple(j for j in range(N_COLS) if (subset >> j) & 1)
+    vals = tuple(int((key >> (4 * j)) & 15) for j in cols)
+    return Claim(cols, vals, int(mult))
+
+
+def claim_members(m: BlockModel, claim_ids: np.ndarray) -> np.ndarray:
+    """(claims x allowed types) bool: which allowed types each claim counts."""
+    keys = claim_ids >> MULT_BITS
+    subsets = keys >> VALUE_BITS
+    values = keys & ((np.int64(1) << VALUE_BITS) - 1)
+    masks = SUBSET_MASKS[subsets - 1]
+    return (m.packed[None, :] & masks[:, None]) == values[:, None]
+
+
+# --- verify ------------------------------------------------------------------------------
+
+@dataclass
+class _Groups:
+    """Distinct questions: (type set, multiplicity) shared by one or more claims."""
+
+    members: np.ndarray  # groups x types bool
+    mult: np.ndarray  # groups
+    of_claim: np.ndarray  # claim -> group
+
+
+def _group(members: np.ndarray, mult: np.ndarray) -> _Groups:
+    if len(mult) == 0:
+        return _Groups(members, mult, np.zeros(0, dtype=np.int64))
+    packed = np.packbits(members, axis=1)
+    keyed = np.concatenate([packed, mult[:, None].astype(">u2").view(np.uint8)], axis=1)
+    _, first, inv = np.unique(keyed, axis=0, return_index=True, return_inverse=True)
+    return _Groups(members[first], mult[first], inv.ravel())
+
+
+def refute(m: BlockModel, members: np.ndarray, mult: np.ndarray, *, mode: str = "ne",
+           end: float | None = None, workers: int = 1, seed: int = 0,
+           known: Sequence[np.ndarray] = ()) -> np.ndarray:
+    """Status per question: 1 proven (no consistent block breaks it), 0 refuted, -1 unknown.
+
+    mode "ne": the claim is count == mult (broken by count != mult).
+    mode "ge": the claim is count >= mult (broken by count < mult).
+    ``known`` consistent blocks refute what they break before any solve.
+    """
+    status = np.full(len(mult), -1, dtype=np.int8)
+    counts_of = members.astype(np.int64)
+
+    def broken(x: np.ndarray) -> np.ndarray:
+        c = counts_of @ x
+        return c != mult if mode == "ne" else c < mult
+
+    for x in known:
+        status[(status == -1) & broken(x)] = 0
+    round_no = 0
+    while (status == -1).any():
+        open_ = np.flatnonzero(status == -1)
+        left = _left(end)
+        if left is not None and left <= 0:
+            return status
+        h = _Histogram(m)
+        lits = []
+        for g in open_:
+            count = h.count(members[g])
+            lo = h.model.new_bool_var("")
+            h.model.add(count <= int(mult[g]) - 1).only_enforce_if(lo)
+            lits.append(lo)
+            if mode == "ne":
+                hi = h.model.new_bool_var("")
+                h.model.add(count >= int(mult[g]) + 1).only_enforce_if(hi)
+                lits.append(hi)
+        h.model.add_bool_or(lits)
+        h.model.maximize(sum(lits))
+        round_no += 1
+        solver = _solver(left, workers, seed + round_no)
+        solver.parameters.max_time_in_seconds = min(
+            solver.parameters.max_time_in_seconds, 2.0)
+        st = solver.solve(h.model)
+        if st == cp_model.INFEASIBLE:
+            status[open_] = 1
+            return status
+        if st in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            x = np.array([solver.value(v) for v in h.x], dtype=np.int64)
+            status[open_[broken(x)[open_]]] = 0
+            continue
+        # no answer within the round's slice: ask the plain feasibility question
+        h.model.clear_objective()
+        solver = _solver(_left(end), workers, seed + round_no)
+        st = solver.solve(h.model)
+        if st == cp_model.INFEASIBLE:
+            status[open_] = 1
+            return status
+        if st in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            x = np.array([solver.value(v) for v in h.x], dtype=np.int64)
+            status[open_[broken(x)[open_]]] = 0
+            continue
+        return status
+    return status
+
+
+# --- trivial claims ----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _CellSets:
+    """Each cell's set of coherent unit types, hashed, to spot claims read off one cell."""
+
+    by_hash: dict[int, list[int]]
+    value_masks: dict[tuple[int, int], np.ndarray]  # (column, code) -> packed bits over types
+
+
+_CELL_SETS: _CellSets | None = None
+
+
+def _cell_sets() -> _CellSets:
+    global _CELL_SETS
+    if _CELL_SETS is None:
+        index = hh.table_index()
+        types = hh.unit_types()
+        by_hash: dict[int, list[int]] = {}
+        for i in range(len(index.cells)):
+            by_hash.setdefault(hash(np.packbits(_cell_mask(i)).tobytes()), []).append(i)
+        value_masks = {}
+        for j, col in enumerate(hh.COLUMNS):
+            for v in range(len(col.values)):
+                value_masks[(j, v)] = np.packbits(types[:, j] == v)
+        _CELL_SETS = _CellSets(by_hash, value_masks)
+    return _CELL_SETS
+
+
+def is_trivial(claim: Claim, values: np.ndarray) -> bool:
+    """True when one published cell counts exactly the same unit types with value m."""
+    sets = _cell_sets()
+    bits: np.ndarray | None = None
+    for c, v in zip(claim.columns, claim.values, strict=True):
+        mask = sets.value_masks[(c, v)]
+        bits = mask if bits is None else bits & mask
+    assert bits is not None
+    return any(int(values[i]) == claim.multiplicity
+               for i in sets.by_hash.get(hash(bits.tobytes()), ()))
+
+
+# --- the whole block ---------------------------------------------------------------------
+
+def verify_block(release: BlockRelease, options: ClaimsOptions = ClaimsOptions()
+                 ) -> BlockClaims:
+    """Generate candidate claims from K consistent blocks, then prove or refute each."""
+    t0 = time.perf_counter()
+    end = None if options.time_limit is None else t0 + options.time_limit
+    timings: dict[str, float] = {}
+    m = compile_block(release)
+    sols = generate_solutions(m, options.k_solutions, seed=options.seed, end=end,
+                              workers=options.workers)
+    timings["generate"] = time.perf_counter() - t0
+    if not sols:  # out of time before the first consistent block: nothing is known
+        return BlockClaims(
+            block=release.block, units=release.units, statistics=len(release.values),
+            status="unknown", verified=[], trivial=[], negative=[], negative_trivial=[],
+            candidates=0, unknown=0, solutions=0, allowed_types=len(m.types),
+            reconstructed=False, elapsed_s=time.perf_counter() - t0, timings=timings)
+    t1 = time.perf_counter()
+    claim_sets = [solution_claims(m, x) for x in sols]
+    cand = claim_sets[0]
+    for s in claim_sets[1:]:
+        cand = np.intersect1d(cand, s, assume_unique=True)
+    members = claim_members(m, cand)
+    mult = cand & ((1 << MULT_BITS) - 1)
+    timings["candidates"] = time.perf_counter() - t1
+    t2 = time.perf_counter()
+    if options.formulation == "paper":
+        from statrecon.engines.claims_paper import verify_paper
+
+        claims = [decode_claim(int(c)) for c in cand]
+        status = verify_paper(release, claims, end=end, workers=options.workers)
+    else:
+        groups = _group(members, mult)
+        gstatus = refute(m, groups.members, groups.mult, end=end, workers=options.workers,
+                         seed=options.seed, known=sols)
+        status = gstatus[groups.of_claim] if len(cand) else np.zeros(0, dtype=np.int8)
+    timings["verify"] = time.perf_counter() - t2
+    verified_ids = cand[status == 1]
+    verified = [decode_claim(int(c)) for c in verified_ids]
+    unknown = int((status == -1).sum())
+
+    negative: list[Claim] = []
+    t3 = time.perf_counter()
+    if options.negative and len(sols) and unknown == 0:
+        negative = _negative_claims(m, claim_sets, verified_ids, sols, end, options)
+    timings["negative"] = time.perf_counter() - t3
+    t4 = time.perf_counter()
+    trivial = [is_trivial(c, release.values) for c in verified]
+    negative_trivial = [_negative_trivial(c, release.values) for c in negative]
+    timings["trivial"] = time.perf_counter() - t4
+    left = _left(end)
+    complete = unknown == 0 and (left is None or left > 0 or not options.negative)
+    full = [c for c in verified if c.k == N_COLS or
+            (c.columns == (hh.COL["vacancy"],) and c.values[0] != 0)]
+    reconstructed = unknown == 0 and sum(c.multiplicity for c in full) == release.units
+    return BlockClaims(
+        block=release.block, units=release.units, statistics=len(release.values),
+        status="ok" if complete else "unknown", verified=verified, trivial=trivial,
+        negative=negative, negative_trivial=negative_trivial, candidates=len(cand),
+        unknown=unknown, solutions=len(sols), allowed_types=len(m.types),
+        reconstructed=reconstructed, elapsed_s=time.perf_counter() - t0, timings=timings)
+
+
+def _negative_claims(m: BlockModel, claim_sets: list[np.ndarray], verified_ids: np.ndarray,
+                     sols: list[np.ndarray], end: float | None, options: ClaimsOptions
+                     ) -> list[Claim]:
+    """Assignments present in every generated block, multiplicity undetermined: prove >= 1."""
+    keys = [np.unique(s >> MULT_BITS) for s in claim_sets]
+    present = keys[0]
+    for k in keys[1:]:
+        present = np.intersect1d(present, k, assume_unique=True)
+    present = np.setdiff1d(present, np.unique(verified_ids >> MULT_BITS), assume_unique=True)
+    if len(present) == 0:
+        return []
+    ids = (present << MULT_BITS) | 1
+    members = claim_members(m, ids)
+    groups = _group(members, np.ones(len(ids), dtype=np.int64))
+    gstatus = refute(m, groups.members, groups.mult, mode="ge", end=end,
+                     workers=options.workers, seed=options.seed, known=sols)
+    status = gstatus[groups.of_claim]
+    return [decode_claim(int(i)) for i in ids[status == 1]]
+
+
+def _negative_trivial(claim: Claim, values: np.ndarray) -> bool:
+    """"At least one" read off a positive cell counting exactly the same types."""
+    sets = _cell_sets()
+    bits: np.ndarray | None = None
+    for c, v in zip(claim.columns, claim.values, strict=True):
+        mask = sets.value_masks[(c, v)]
+        bits = mask if bits is None else bits & mask
+    assert bits is not None
+    return any(int(values[i]) >= 1 for i in sets.by_hash.get(hash(bits.tobytes()), ()))
+
+
+def binomial_baseline(n: int, m: int, p: float) -> float:
+    """Equation 17: the chance that exactly m of n units drawn from a prior match (p each)."""
+    if p <= 0.0:
+        return 1.0 if m == 0 else 0.0
+    if p >= 1.0:
+        return 1.0 if m == n else 0.0
+    return math.comb(n, m) * p ** m * (1 - p) ** (n - m)
