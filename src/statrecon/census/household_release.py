@@ -46,3 +46,33 @@ def tabulate_types(type_ids: np.ndarray, counts: np.ndarray | None = None) -> np
             np.add.at(values, cur, w)
             cur = index.parent[cur].astype(np.int64)
     return values
+
+
+def _sql_condition(name: str, values: frozenset[str]) -> str:
+    vals = sorted(values)
+    if len(vals) == 1:
+        return f"{name} = '{vals[0]}'"
+    return f"{name} IN ({', '.join(repr(v) for v in vals)})"
+
+
+def block_release_document(block: str, values: np.ndarray) -> dict[str, object]:
+    """One block's published cells as a statrecon release (version 1), rules as constraints.
+
+    Every cell becomes ``SELECT COUNT(*) FROM households WHERE ...``; every structural rule
+    becomes ``NOT (...)``, background knowledge every row obeys. The general exact engine
+    (`statrecon reconstruct`) can then enumerate a small block's datasets.
+    """
+    cells = hh.table_index().cells
+    columns = {c.name: {"type": "categorical",
+                        "values": list(c.values) + ([hh.NA] if c.name != "vacancy" else [])}
+               for c in hh.COLUMNS}
+    constraints = [
+        "NOT (" + " AND ".join(_sql_condition(n, v) for n, v in rule.pattern.items()) + ")"
+        for rule in hh.rules()]
+    statistics = [{"id": c.cell, "sql": c.statistic_sql(), "value": int(v)}
+                  for c, v in zip(cells, values, strict=True)]
+    return {"version": 1, "name": f"sf1-households-{block}",
+            "description": f"SF1 household block tables of block {block} "
+                           "(the paper's tables, built from the 2010 cell descriptors).",
+            "table": hh.TABLE, "records": int(values[hh.cell_position("H1_001")]),
+            "columns": columns, "constraints": constraints, "statistics": statistics}

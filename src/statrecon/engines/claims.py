@@ -199,17 +199,20 @@ def _zero_conflict(release: BlockRelease, cell: int, values: np.ndarray) -> str:
 
 
 def _cell_mask(cell: int) -> np.ndarray:
-    """Which unit types the cell counts (its chain contains the cell)."""
+    """Which unit types the cell counts: those whose deepest cell lies in its subtree."""
     index = hh.table_index()
     j = int(index.table_of[cell])
-    cur = index.deepest[:, j].astype(np.int64)
-    out = np.zeros(len(cur), dtype=bool)
-    while True:
-        keep = cur >= 0
-        if not keep.any():
-            return out
-        out[keep & (cur == cell)] = True
-        cur = np.where(keep, index.parent[np.maximum(cur, 0)], -1)
+    return np.isin(index.deepest[:, j], _subtree(cell))
+
+
+def _subtree(cell: int) -> np.ndarray:
+    index = hh.table_index()
+    same = np.flatnonzero(index.table_of == index.table_of[cell])
+    out = [cell]
+    for c in same:  # parents precede children within a table
+        if int(index.parent[c]) in out:
+            out.append(int(c))
+    return np.array(out, dtype=np.int32)
 
 
 class _Histogram:
@@ -262,11 +265,12 @@ def generate_solutions(m: BlockModel, k: int, *, seed: int = 0, end: float | Non
         weights = rng.integers(-20, 21, size=len(h.x)) if attempts > 1 else np.zeros(len(h.x))
         h.model.clear_objective()
         if np.any(weights):
-            h.model.maximize(sum(int(w) * v for w, v in zip(weights, h.x, strict=True) if w))
+            h.model.maximize(cp_model.LinearExpr.weighted_sum(h.x, [int(w) for w in weights]))
         left = _left(end)
         if left is not None and left <= 0:
             break
         solver = _solver(left, workers, seed + attempts)
+        solver.parameters.cp_model_presolve = False  # tiny models: presolve costs more
         status = solver.solve(h.model)
         if status == cp_model.INFEASIBLE and not out:
             raise InconsistentReleaseError(
