@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -87,7 +87,8 @@ class Claim:
 @dataclass(frozen=True)
 class ClaimsOptions:
     formulation: str = "fast"  # "fast" (default) or "paper"
-    k_solutions: int = 100  # K consistent blocks to generate candidates from
+    k_solutions: int = 100  # K consistent blocks to generate candidates from (at most)
+    patience: int | None = 10  # stop generating after this many blocks that change nothing
     time_limit: float | None = None  # seconds for the whole block; None: no limit
     seed: int = 0
     negative: bool = True  # also prove "at least one unit matches" for undetermined claims
@@ -250,11 +251,16 @@ def _left(end: float | None) -> float | None:
 # --- generate ----------------------------------------------------------------------------
 
 def generate_solutions(m: BlockModel, k: int, *, seed: int = 0, end: float | None = None,
-                       workers: int = 1) -> list[np.ndarray]:
+                       workers: int = 1, patience: int | None = None) -> list[np.ndarray]:
     """Up to k distinct consistent blocks (histograms), from random linear objectives.
 
+    With ``patience``, stop early once that many distinct blocks in a row removed no claim
+    from the running candidate set: more blocks would only cost time, and verification
+    decides every candidate anyway (the verified set never depends on K).
     Raises InconsistentReleaseError when there is none (the tables contradict each other).
     """
+    cand: np.ndarray | None = None
+    quiet = 0
     rng = np.random.default_rng(seed)
     h = _Histogram(m)
     seen: set[bytes] = set()
@@ -270,7 +276,6 @@ def generate_solutions(m: BlockModel, k: int, *, seed: int = 0, end: float | Non
         if left is not None and left <= 0:
             break
         solver = _solver(left, workers, seed + attempts)
-        solver.parameters.cp_model_presolve = False  # tiny models: presolve costs more
         status = solver.solve(h.model)
         if status == cp_model.INFEASIBLE and not out:
             raise InconsistentReleaseError(
@@ -282,6 +287,14 @@ def generate_solutions(m: BlockModel, k: int, *, seed: int = 0, end: float | Non
         if key not in seen:
             seen.add(key)
             out.append(x)
+            if patience is not None:
+                claims = solution_claims(m, x)
+                before = None if cand is None else len(cand)
+                cand = claims if cand is None else np.intersect1d(cand, claims,
+                                                                  assume_unique=True)
+                quiet = quiet + 1 if before == len(cand) else 0
+                if quiet >= patience:
+                    break
     return out
 
 
@@ -401,8 +414,8 @@ def refute(m: BlockModel, members: np.ndarray, mult: np.ndarray, *, mode: str = 
         h.model.maximize(sum(lits))
         round_no += 1
         solver = _solver(left, workers, seed + round_no)
-        solver.parameters.max_time_in_seconds = min(
-            solver.parameters.max_time_in_seconds, 2.0)
+        solver.parameters.max_time_in_seconds = min(solver.parameters.max_time_in_seconds,
+                                                    BATCH_SLICE_S)
         st = solver.solve(h.model)
         if st == cp_model.INFEASIBLE:
             status[open_] = 1
@@ -411,18 +424,50 @@ def refute(m: BlockModel, members: np.ndarray, mult: np.ndarray, *, mode: str = 
             x = np.array([solver.value(v) for v in h.x], dtype=np.int64)
             status[open_[broken(x)[open_]]] = 0
             continue
-        # no answer within the round's slice: ask the plain feasibility question
-        h.model.clear_objective()
-        solver = _solver(_left(end), workers, seed + round_no)
-        st = solver.solve(h.model)
-        if st == cp_model.INFEASIBLE:
-            status[open_] = 1
-            return status
-        if st in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            x = np.array([solver.value(v) for v in h.x], dtype=np.int64)
-            status[open_[broken(x)[open_]]] = 0
+        break  # the batched question is hard here: settle the questions one by one
+    return _refute_each(m, members, mult, status, broken, mode, end, workers, seed)
+
+
+BATCH_SLICE_S = 1.0  # seconds a batched refutation round may take before the per-claim path
+
+
+def _refute_each(m: BlockModel, members: np.ndarray, mult: np.ndarray, status: np.ndarray,
+                 broken: Callable[[np.ndarray], np.ndarray], mode: str, end: float | None,
+                 workers: int, seed: int) -> np.ndarray:
+    """The exact range of each open count: min (and max) by optimisation over one model.
+
+    A question is proven when the OPTIMAL minimum (and maximum) equal its multiplicity
+    ("ge": the minimum reaches it); every solution met on the way refutes what it breaks.
+    """
+    h = _Histogram(m)
+    for g in range(len(mult)):
+        if status[g] != -1:
             continue
-        return status
+        count = h.count(members[g])
+        proven = True
+        for sense in ("min", "max") if mode == "ne" else ("min",):
+            left = _left(end)
+            if left is not None and left <= 0:
+                return status
+            h.model.clear_objective()
+            if sense == "min":
+                h.model.minimize(count)
+            else:
+                h.model.maximize(count)
+            solver = _solver(left, workers, seed + g)
+            st = solver.solve(h.model)
+            if st in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+                x = np.array([solver.value(v) for v in h.x], dtype=np.int64)
+                status[(status == -1) & broken(x)] = 0
+            if st != cp_model.OPTIMAL or status[g] == 0:
+                proven = False
+                break
+            value = round(solver.objective_value)
+            if (sense == "min" and value < mult[g]) or (sense == "max" and value > mult[g]):
+                proven = False  # cannot happen: the optimum itself would have refuted it
+                break
+        if proven:
+            status[g] = 1
     return status
 
 
@@ -477,7 +522,7 @@ def verify_block(release: BlockRelease, options: ClaimsOptions = ClaimsOptions()
     timings: dict[str, float] = {}
     m = compile_block(release)
     sols = generate_solutions(m, options.k_solutions, seed=options.seed, end=end,
-                              workers=options.workers)
+                              workers=options.workers, patience=options.patience)
     timings["generate"] = time.perf_counter() - t0
     if not sols:  # out of time before the first consistent block: nothing is known
         return BlockClaims(
