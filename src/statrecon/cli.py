@@ -132,11 +132,15 @@ def _register_subcommands() -> None:
     """Commands that live in their own modules (statrecon.commands)."""
     from statrecon.commands.audit_stream import audit_stream
     from statrecon.commands.census import census_app
+    from statrecon.commands.claims import claims_app
+    from statrecon.commands.claims_run import register as register_claims
     from statrecon.commands.experiment import experiment_app
 
     app.command("audit-stream")(audit_stream)
     app.add_typer(experiment_app, name="experiment")
     app.add_typer(census_app, name="census")
+    register_claims(claims_app)
+    app.add_typer(claims_app, name="claims")
 
 
 _register_subcommands()

@@ -106,6 +106,7 @@ def attack_block(shared: Shared, task: BlockTask) -> dict[str, Any]:
             {"assignment": c.assignment(), "columns": c.k, "impossible_multiplicities": [0],
              "at_least": 1, "trivial": t}
             for c, t in zip(result.negative, result.negative_trivial, strict=True)],
+        "negative_undecided": result.negative_undecided,
         "reconstructed": result.reconstructed,
         "candidates": result.candidates, "unknown_candidates": result.unknown,
         "solutions": result.solutions, "allowed_types": result.allowed_types,

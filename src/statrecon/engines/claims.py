@@ -92,6 +92,7 @@ class ClaimsOptions:
     time_limit: float | None = None  # seconds for the whole block; None: no limit
     seed: int = 0
     negative: bool = True  # also prove "at least one unit matches" for undetermined claims
+    negative_time_limit: float | None = 20.0  # seconds per block for them (best effort)
     workers: int = 1  # CP-SAT search workers per solve
 
 
@@ -107,6 +108,7 @@ class BlockClaims:
     trivial: list[bool]
     negative: list[Claim]  # assignment with multiplicity = the smallest value proven possible
     negative_trivial: list[bool]
+    negative_undecided: int  # assignments whose "at least one" the negative budget left open
     candidates: int
     unknown: int  # candidates neither verified nor refuted (time limit)
     solutions: int  # distinct consistent blocks generated
@@ -528,6 +530,7 @@ def verify_block(release: BlockRelease, options: ClaimsOptions = ClaimsOptions()
         return BlockClaims(
             block=release.block, units=release.units, statistics=len(release.values),
             status="unknown", verified=[], trivial=[], negative=[], negative_trivial=[],
+            negative_undecided=0,
             candidates=0, unknown=0, solutions=0, allowed_types=len(m.types),
             reconstructed=False, elapsed_s=time.perf_counter() - t0, timings=timings)
     t1 = time.perf_counter()
@@ -555,45 +558,54 @@ def verify_block(release: BlockRelease, options: ClaimsOptions = ClaimsOptions()
     unknown = int((status == -1).sum())
 
     negative: list[Claim] = []
+    undecided = 0
     t3 = time.perf_counter()
     if options.negative and len(sols) and unknown == 0:
-        negative = _negative_claims(m, claim_sets, verified_ids, sols, end, options)
+        neg_end = end
+        if options.negative_time_limit is not None:
+            budget = t3 + options.negative_time_limit
+            neg_end = budget if end is None else min(end, budget)
+        negative, undecided = _negative_claims(m, claim_sets, verified_ids, sols, neg_end,
+                                               options)
     timings["negative"] = time.perf_counter() - t3
     t4 = time.perf_counter()
     trivial = [is_trivial(c, release.values) for c in verified]
     negative_trivial = [_negative_trivial(c, release.values) for c in negative]
     timings["trivial"] = time.perf_counter() - t4
-    left = _left(end)
-    complete = unknown == 0 and (left is None or left > 0 or not options.negative)
+    complete = unknown == 0  # every candidate decided (negative claims are best effort)
     full = [c for c in verified if c.k == N_COLS or
             (c.columns == (hh.COL["vacancy"],) and c.values[0] != 0)]
     reconstructed = unknown == 0 and sum(c.multiplicity for c in full) == release.units
     return BlockClaims(
         block=release.block, units=release.units, statistics=len(release.values),
         status="ok" if complete else "unknown", verified=verified, trivial=trivial,
-        negative=negative, negative_trivial=negative_trivial, candidates=len(cand),
+        negative=negative, negative_trivial=negative_trivial, negative_undecided=undecided,
+        candidates=len(cand),
         unknown=unknown, solutions=len(sols), allowed_types=len(m.types),
         reconstructed=reconstructed, elapsed_s=time.perf_counter() - t0, timings=timings)
 
 
 def _negative_claims(m: BlockModel, claim_sets: list[np.ndarray], verified_ids: np.ndarray,
                      sols: list[np.ndarray], end: float | None, options: ClaimsOptions
-                     ) -> list[Claim]:
-    """Assignments present in every generated block, multiplicity undetermined: prove >= 1."""
+                     ) -> tuple[list[Claim], int]:
+    """Assignments present in every generated block, multiplicity undetermined: prove >= 1.
+
+    Returns the proven ones and how many the time budget left undecided.
+    """
     keys = [np.unique(s >> MULT_BITS) for s in claim_sets]
     present = keys[0]
     for k in keys[1:]:
         present = np.intersect1d(present, k, assume_unique=True)
     present = np.setdiff1d(present, np.unique(verified_ids >> MULT_BITS), assume_unique=True)
     if len(present) == 0:
-        return []
+        return [], 0
     ids = (present << MULT_BITS) | 1
     members = claim_members(m, ids)
     groups = _group(members, np.ones(len(ids), dtype=np.int64))
     gstatus = refute(m, groups.members, groups.mult, mode="ge", end=end,
                      workers=options.workers, seed=options.seed, known=sols)
     status = gstatus[groups.of_claim]
-    return [decode_claim(int(i)) for i in ids[status == 1]]
+    return [decode_claim(int(i)) for i in ids[status == 1]], int((status == -1).sum())
 
 
 def _negative_trivial(claim: Claim, values: np.ndarray) -> bool:

@@ -1,0 +1,120 @@
+"""Generate-then-Verify: the default formulation against the paper's, side by side.
+
+For each synthetic block (``claims generate-blocks``, seed 0): compile, generate the
+consistent datasets and the candidate claims once (as ``claims verify`` does), then time the
+full verify of all the candidates with the default formulation (histogram, batched
+refutation, per-claim ranges as fallback) and, on the same candidates and solver, the paper's
+one-hot big-M integer programme (one CP-SAT solve per claim), one after the other in this
+process.
+
+The paper's formulation takes about a second per claim on a 10-unit block, and blocks have
+hundreds to thousands of candidates, so by default it runs on every candidate of blocks with
+at most ``--paper-full-units`` units and on a seeded random sample of ``--paper-sample``
+candidates elsewhere (up to half of them refuted ones, which are rare); its full time is
+then extrapolated (mean seconds per claim x candidates) and marked "~". Every claim it
+decides must get the same status from both.
+
+    python benchmarks/bench_claims.py                  # 50 blocks
+    python benchmarks/bench_claims.py --paper-sample 0 # the paper on every candidate (hours)
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+
+import numpy as np
+
+from statrecon.census.household_blocks import generate_blocks
+from statrecon.census.household_release import tabulate_sql
+from statrecon.engines import claims as C
+from statrecon.engines.claims_paper import verify_paper
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--blocks", type=int, default=50)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--k", type=int, default=100)
+    ap.add_argument("--paper-sample", type=int, default=15,
+                    help="candidates per block for the paper formulation (0: all of them)")
+    ap.add_argument("--paper-full-units", type=int, default=4,
+                    help="blocks up to this many units get the paper on every candidate")
+    args = ap.parse_args()
+
+    gen = generate_blocks(args.blocks, args.seed)
+    tables = tabulate_sql(gen.targets)
+    C.is_trivial(C.Claim((0,), (0,), 1), next(iter(tables.values())))  # warm the caches
+    fast_times: list[float] = []
+    paper_times: list[float] = []
+    ratios: list[float] = []
+    mismatches = 0
+    full_ratios: list[float] = []
+    rng = np.random.default_rng(args.seed)
+    print(f"{'block':>16} {'units':>5} {'types':>5} {'cands':>6} {'verified':>8} "
+          f"{'fast s':>8} {'paper s':>9} {'ratio':>7}")
+    for block in sorted(tables):
+        release = C.BlockRelease(block, tables[block])
+        m = C.compile_block(release)
+        sols = C.generate_solutions(m, args.k, seed=args.seed, patience=10)
+        claim_sets = [C.solution_claims(m, x) for x in sols]
+        cand = claim_sets[0]
+        for s in claim_sets[1:]:
+            cand = np.intersect1d(cand, s, assume_unique=True)
+        mult = cand & ((1 << C.MULT_BITS) - 1)
+
+        t0 = time.perf_counter()
+        members = C.claim_members(m, cand)
+        groups = C._group(members, mult)
+        gstatus = C.refute(m, groups.members, groups.mult, known=sols)
+        fast = gstatus[groups.of_claim]
+        fast_s = time.perf_counter() - t0
+        fast_times.append(fast_s)
+        full = args.paper_sample == 0 or release.units <= args.paper_full_units
+        if full or len(cand) <= args.paper_sample:
+            pick = np.arange(len(cand))
+        else:  # refuted candidates are rare: take up to half the sample from them
+            refuted = np.flatnonzero(fast != 1)
+            some = rng.choice(refuted, min(len(refuted), args.paper_sample // 2), replace=False)
+            rest = rng.choice(np.flatnonzero(fast == 1), args.paper_sample - len(some),
+                              replace=False)
+            pick = np.sort(np.concatenate([some, rest]))
+        claims = [C.decode_claim(int(c)) for c in cand[pick]]
+        t0 = time.perf_counter()
+        paper = verify_paper(release, claims)
+        spent = time.perf_counter() - t0
+        paper_s = spent if len(pick) == len(cand) else spent / max(len(pick), 1) * len(cand)
+        paper_times.append(paper_s)
+        ratios.append(paper_s / fast_s)
+        if len(pick) == len(cand):
+            full_ratios.append(paper_s / fast_s)
+        decided = paper >= 0
+        if not np.array_equal(paper[decided], fast[pick][decided]):
+            mismatches += 1
+            print(f"MISMATCH in block {block}: paper and fast differ on a claim")
+        mark = " " if len(pick) == len(cand) else "~"
+        print(f"{block:>16} {release.units:>5} {len(m.types):>5} {len(cand):>6} "
+              f"{int((fast == 1).sum()):>8} {fast_s:>8.3f} {mark}{paper_s:>8.1f} "
+              f"{paper_s / fast_s:>7.0f}x  ({len(pick)} claims by the paper)")
+        sys.stdout.flush()
+    print()
+    print(f"blocks: {args.blocks}; median fast verify per block: "
+          f"{statistics.median(fast_times):.3f} s (total {sum(fast_times):.1f} s)")
+    if paper_times:
+        print(f"paper formulation (~: extrapolated from its sample): median "
+              f"{statistics.median(paper_times):.1f} s per block (total {sum(paper_times):.0f} s)")
+        print(f"ratio paper/fast per block: median {statistics.median(ratios):.0f}x, "
+              f"min {min(ratios):.0f}x; ratio of the medians "
+              f"{statistics.median(paper_times) / statistics.median(fast_times):.0f}x")
+        if full_ratios:
+            print(f"blocks with the paper on every candidate: {len(full_ratios)}, ratio median "
+                  f"{statistics.median(full_ratios):.0f}x, min {min(full_ratios):.0f}x")
+        print(f"blocks where every claim the paper decided agrees: "
+              f"{len(paper_times) - mismatches} of {len(paper_times)}")
+    return 1 if mismatches else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

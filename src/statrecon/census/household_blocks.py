@@ -1,0 +1,676 @@
+"""Synthetic census blocks of housing units, and the households CSV format.
+
+No real 2010 household microdata (PPMF) is available offline, so the Generate-then-Verify
+experiment (reference 003, section 4) attacks *generated* blocks. ``generate_blocks`` draws a
+few states, one tract per attack target in them, and every block of those tracts; every unit
+is coherent (it passes ``households.broken_rule``) and the attribute frequencies follow the
+published national 2010 shares, perturbed per state, tract and block so that places differ
+the way real ones do (blocks more alike inside than tracts, tracts more than states).
+
+Sources of the national shares (2010 Census; counts are national totals):
+
+* occupancy, vacancy status, tenure: 2010 Census Brief C2010BR-07 "Housing Characteristics:
+  2010" and SF1 tables H3, H4, H5. 131,704,730 housing units, 14,988,438 vacant (11.4%); the
+  seven vacancy statuses (for rent 4,137,567; rented, not occupied 206,825; for sale only
+  1,896,796; sold, not occupied 421,032; seasonal, recreational or occasional use 4,649,298;
+  migrant workers 24,161; other vacant 3,652,759; they add up to the vacant total);
+  116,716,292 occupied units, owner-occupied 65.1% (owned with a mortgage or loan 52,979,430,
+  free and clear 23,006,644), renter-occupied 34.9% (40,730,218).
+* the split of renters into cash rent and *occupied without payment of rent* is not in SF1;
+  about 5.5% of renter-occupied units pay no cash rent in the 2010 ACS (B25063) -- approximate.
+* household type: C2010BR-14 "Households and Families: 2010" and SF1 P18: husband-wife
+  56,510,377 (48.4%), other family with a male householder 5,777,570 (5.0%), with a female
+  householder 15,250,349 (13.1%), living alone 31,204,909 (26.7%: men 13,906,294, women
+  17,298,615), nonfamily not alone 7,973,087 (6.8%; the men/women split 4.55M/3.42M is
+  approximate). Average household size 2.58.
+* own children under 18: husband-wife families 23.6 million (20.2% of households), female
+  householder 7.2%, male householder 2.4% (approximate); unmarried-partner (cohabiting)
+  households 7.7 million (6.6%), about a third of them with own children (approximate).
+* households with people under 18: 33.4%; with people 65 and over: 24.9%; householder 65+
+  living alone 9.4% (C2010BR-14 / DP-1; the first two approximate).
+* household size (SF1 H13, approximate): 1 person 26.7%, 2 33.6%, 3 15.8%, 4 13.2%, 5 6.2%,
+  6 2.5%, 7+ 2.0%. The size of each household is drawn given its detailed type (tables below),
+  so the overall distribution is only near these shares.
+* age of householder (SF1 H17, approximate): 15-24 4.6%, 25-34 15.1%, 35-44 18.3%, 45-54
+  21.3%, 55-59 9.6%, 60-64 8.3%, 65-74 11.3%, 75-84 7.9%, 85+ 2.9%. Owners, householders
+  living alone and couples without children are older; the factors that say how much are
+  judgement, and the base distribution is calibrated so the national marginal stays as above.
+* race and Hispanic origin of householder (SF1 H6, H7, approximate): White alone 77.5%,
+  Black 12.1%, American Indian and Alaska Native 0.8%, Asian 4.0%, Native Hawaiian and
+  Other Pacific Islander 0.1%, Some Other Race 3.6%, Two or More Races 1.9%; Hispanic
+  householders about 11.6%, drawn given race (most Some Other Race householders are Hispanic).
+
+Geography and sizes (modelling choices, not published figures):
+
+* five real states with the counties of the paper's Table 1 examples (Baldwin AL, Baltimore
+  city MD, Wayne MI, Clark NV, McKenzie ND); block ids are 15-digit GEOIDs state(2) county(3)
+  tract(6) block(4), the tract is the 11-digit prefix and the state the 2-digit FIPS code.
+* state shares are Dirichlet (Beta for two-way splits) draws around the national shares,
+  tract shares around their state's, and block shares (vacancy rate, tenure, race) around
+  their tract's, with concentrations chosen so blocks are more homogeneous than tracts.
+* housing units per block: lognormal with median 10 and sigma 1.1 (mean about 18), rounded,
+  at least 1 and at most 500. 2010 had 131.7M housing units in roughly 6.5M blocks with any
+  housing (mean about 20); a median of about 10 is approximate. Tracts have 30 to 45 blocks
+  (real tracts have more; smaller keeps the population file small).
+* one target block per tract, picked uniformly, with its size drawn from the same lognormal
+  truncated to 2..60 units: the cap bounds the exact solving cost of a block, which grows
+  quickly with the number of units.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from statrecon.census import households as hh
+from statrecon.errors import StatreconError
+
+GEO_COLUMNS = ("block", "tract", "state")
+OUTPUT_COLUMNS = (*GEO_COLUMNS, *hh.COLUMN_NAMES)
+REQUIRED_COLUMNS = ("block", *hh.COLUMN_NAMES)  # tract and state follow from the block id
+GEOID_LENGTH, TRACT_LENGTH, STATE_LENGTH = 15, 11, 2
+_GEOID = re.compile(r"^\d{15}$")
+
+MIN_TARGET_UNITS = 2
+MAX_TARGET_UNITS = 60
+MAX_BLOCK_UNITS = 500
+MAX_TARGETS = 10_000
+BLOCK_UNITS_MEDIAN = 10.0
+BLOCK_UNITS_SIGMA = 1.1
+BLOCKS_PER_TRACT = (30, 45)
+# (state FIPS, county FIPS, name): the counties of the paper's Table 1 examples
+STATES = (("01", "003", "Baldwin County, AL"), ("24", "510", "Baltimore city, MD"),
+          ("26", "163", "Wayne County, MI"), ("32", "003", "Clark County, NV"),
+          ("38", "053", "McKenzie County, ND"))
+
+# --- published national shares (see the module docstring for the sources) ------------------
+
+HOUSING_UNITS = 131_704_730
+VACANT_UNITS = 14_988_438
+VACANCY_RATE = VACANT_UNITS / HOUSING_UNITS
+VACANT_STATUS_COUNTS = {"for_rent": 4_137_567, "rented_not_occupied": 206_825,
+                        "for_sale": 1_896_796, "sold_not_occupied": 421_032,
+                        "seasonal": 4_649_298, "migrant_workers": 24_161,
+                        "other_vacant": 3_652_759}
+OWNED_MORTGAGE, OWNED_FREE, RENTER_OCCUPIED = 52_979_430, 23_006_644, 40_730_218
+OCCUPIED_UNITS = OWNED_MORTGAGE + OWNED_FREE + RENTER_OCCUPIED  # 116,716,292
+OWNER_SHARE = (OWNED_MORTGAGE + OWNED_FREE) / OCCUPIED_UNITS
+MORTGAGE_SHARE_OF_OWNERS = OWNED_MORTGAGE / (OWNED_MORTGAGE + OWNED_FREE)
+NO_CASH_RENT_SHARE_OF_RENTERS = 0.055  # approximate (2010 ACS)
+HH_TYPE_COUNTS = {"married": 56_510_377, "family_male": 5_777_570,
+                  "family_female": 15_250_349, "nonfamily_male_alone": 13_906_294,
+                  "nonfamily_male_not_alone": 4_552_959, "nonfamily_female_alone": 17_298_615,
+                  "nonfamily_female_not_alone": 3_420_128}
+SIZE_SHARES = (0.267, 0.336, 0.158, 0.132, 0.062, 0.025, 0.020)  # approximate, for checks
+AGE_SHARES = (0.046, 0.151, 0.183, 0.213, 0.096, 0.083, 0.113, 0.079, 0.029)  # approximate
+RACE_SHARES = (0.775, 0.121, 0.008, 0.040, 0.001, 0.036, 0.019)  # approximate
+HISPANIC_SHARE = 0.116  # approximate
+UNDER18_SHARE = 0.334  # approximate
+OVER65_SHARE = 0.249  # approximate
+
+# --- conditional tables (modelling choices) -------------------------------------------------
+
+# P(detailed type | household type): own children 20.2/48.4 of husband-wife families,
+# 2.4/5.0 of male and 7.2/13.1 of female family householders; cohabiting couples 6.6% overall.
+DETAIL_GIVEN_TYPE: dict[str, dict[str, float]] = {
+    "married": {"married_children": 0.417, "married_no_children": 0.583},
+    "family_male": {"cohabiting_children": 0.20, "cohabiting_no_children": 0.10,
+                    "male_children": 0.28, "male_relatives": 0.42},
+    "family_female": {"cohabiting_children": 0.11, "cohabiting_no_children": 0.04,
+                      "female_children": 0.44, "female_relatives": 0.41},
+    "nonfamily_male_alone": {"male_alone": 1.0},
+    "nonfamily_male_not_alone": {"cohabiting_no_children": 0.45, "male_nonrelatives": 0.55},
+    "nonfamily_female_alone": {"female_alone": 1.0},
+    "nonfamily_female_not_alone": {"cohabiting_no_children": 0.45,
+                                   "female_nonrelatives": 0.55},
+}
+# P(size | detailed type), sizes 1..6, 7+
+_SIZE_CHILDREN = (0, 0.40, 0.30, 0.17, 0.08, 0.03, 0.02)
+_SIZE_RELATIVES = (0, 0.60, 0.23, 0.10, 0.04, 0.015, 0.015)
+_SIZE_NONRELATIVES = (0, 0.75, 0.16, 0.06, 0.02, 0.006, 0.004)
+SIZE_GIVEN_DETAIL: dict[str, tuple[float, ...]] = {
+    "married_children": (0, 0, 0.25, 0.39, 0.20, 0.09, 0.07),
+    "married_no_children": (0, 0.72, 0.17, 0.07, 0.025, 0.01, 0.005),
+    "cohabiting_children": (0, 0, 0.38, 0.32, 0.17, 0.08, 0.05),
+    "cohabiting_no_children": (0, 0.85, 0.10, 0.04, 0.01, 0, 0),
+    "male_children": _SIZE_CHILDREN, "female_children": _SIZE_CHILDREN,
+    "male_relatives": _SIZE_RELATIVES, "female_relatives": _SIZE_RELATIVES,
+    "male_nonrelatives": _SIZE_NONRELATIVES, "female_nonrelatives": _SIZE_NONRELATIVES,
+    "male_alone": (1, 0, 0, 0, 0, 0, 0), "female_alone": (1, 0, 0, 0, 0, 0, 0),
+}
+# household type factors by tenure (owner, renter): renters are more often alone/nonfamily
+TYPE_FACTOR_BY_OWNER = {
+    True: {"married": 1.3, "family_male": 0.85, "family_female": 0.75,
+           "nonfamily_male_alone": 0.85, "nonfamily_male_not_alone": 0.6,
+           "nonfamily_female_alone": 0.85, "nonfamily_female_not_alone": 0.6},
+    False: {"married": 0.45, "family_male": 1.3, "family_female": 1.45,
+            "nonfamily_male_alone": 1.3, "nonfamily_male_not_alone": 1.8,
+            "nonfamily_female_alone": 1.3, "nonfamily_female_not_alone": 1.8},
+}
+# householder age factors (15-24 ... 85+) by tenure and by detailed-type group
+AGE_FACTOR_BY_TENURE = {
+    "owned_mortgage": (0.3, 0.8, 1.1, 1.2, 1.1, 1.0, 0.7, 0.4, 0.3),
+    "owned_free": (0.2, 0.3, 0.4, 0.6, 1.0, 1.3, 2.0, 2.5, 2.5),
+    "rented": (3.0, 1.8, 1.1, 0.8, 0.6, 0.6, 0.5, 0.5, 0.6),
+    "no_cash_rent": (2.5, 1.5, 1.0, 0.9, 0.8, 0.8, 0.8, 0.8, 0.9),
+}
+_AGE_CHILDREN = (0.8, 1.6, 2.0, 1.3, 0.4, 0.2, 0.05, 0.02, 0.01)
+_AGE_YOUNG = (3.0, 2.0, 1.0, 0.8, 0.6, 0.5, 0.3, 0.2, 0.1)
+_AGE_ALONE = (1.0, 0.9, 0.6, 0.8, 1.0, 1.1, 1.3, 1.7, 2.3)
+_AGE_RELATIVES = (1.0, 0.8, 0.8, 1.0, 1.1, 1.1, 1.1, 1.1, 1.2)
+AGE_FACTOR_BY_DETAIL: dict[str, tuple[float, ...]] = {
+    "married_children": _AGE_CHILDREN, "cohabiting_children": _AGE_CHILDREN,
+    "male_children": _AGE_CHILDREN, "female_children": _AGE_CHILDREN,
+    "married_no_children": (0.3, 0.7, 0.5, 0.9, 1.4, 1.6, 1.7, 1.4, 0.8),
+    "cohabiting_no_children": _AGE_YOUNG, "male_nonrelatives": _AGE_YOUNG,
+    "female_nonrelatives": _AGE_YOUNG,
+    "male_relatives": _AGE_RELATIVES, "female_relatives": _AGE_RELATIVES,
+    "male_alone": _AGE_ALONE, "female_alone": _AGE_ALONE,
+}
+# P(someone under 18 besides own children | detailed type, room for them): grandchildren,
+# a partner's children, other relatives. Own children force yes; living alone forces no.
+UNDER18_GIVEN_DETAIL = {"married_no_children": 0.3, "cohabiting_no_children": 0.5,
+                        "male_relatives": 0.2, "female_relatives": 0.2,
+                        "male_nonrelatives": 0.08, "female_nonrelatives": 0.08}
+# P(someone 65+ | householder under 65, not alone), by householder age group
+OVER65_GIVEN_AGE = (0.02, 0.02, 0.03, 0.04, 0.10, 0.15)
+# P(Hispanic householder | race of householder)
+HISPANIC_GIVEN_RACE = (0.095, 0.02, 0.15, 0.01, 0.10, 0.95, 0.30)
+
+# --- concentrations: larger = closer to the level above -------------------------------------
+CONC = {
+    "vacancy": (60.0, 20.0, 8.0),  # state, tract, block
+    "vacant_status": (60.0, 20.0),  # state, tract
+    "owner": (80.0, 6.0, 3.0),  # state, tract, block: blocks are mostly owners or renters
+    "mortgage": (80.0, 20.0), "no_cash_rent": (80.0, 20.0),
+    "hh_type": (300.0, 60.0), "age": (300.0, 60.0),
+    "race": (15.0, 3.0, 8.0),  # state, tract, block: segregation is mostly between tracts
+    "hispanic": (30.0, 10.0),
+}
+
+
+@dataclass(frozen=True)
+class GeneratedBlocks:
+    """Synthetic attack targets and the tracts around them.
+
+    ``targets``: every housing unit of the target blocks. ``population``: every housing unit
+    of the tracts the targets lie in (targets included), for tract and state baselines.
+    Columns of both: block, tract, state and ``households.COLUMN_NAMES``, all strings.
+    """
+
+    targets: pd.DataFrame
+    population: pd.DataFrame
+    seed: int
+
+    @property
+    def target_blocks(self) -> list[str]:
+        return sorted(self.targets["block"].unique())
+
+
+# --- helpers --------------------------------------------------------------------------------
+
+def _vector(shares: Mapping[str, float] | Sequence[float], values: Sequence[str]) -> np.ndarray:
+    if isinstance(shares, Mapping):
+        v = np.array([float(shares.get(x, 0.0)) for x in values])
+    else:
+        v = np.asarray(shares, dtype=float)
+    return v / v.sum()
+
+
+def _dirichlet(rng: np.random.Generator, mean: np.ndarray, conc: float) -> np.ndarray:
+    """Dirichlet draws with the given mean rows (gamma construction, safe for tiny shares)."""
+    mean = np.atleast_2d(mean)
+    alpha = np.where(mean > 0, np.maximum(mean * conc, 1e-3), 0.0)
+    g = rng.gamma(np.where(alpha > 0, alpha, 1.0)) * (alpha > 0)
+    total = g.sum(axis=1, keepdims=True)
+    out = np.where(total > 0, g / np.where(total > 0, total, 1.0), mean)
+    return np.asarray(out)
+
+
+def _beta(rng: np.random.Generator, mean: np.ndarray | float, conc: float) -> np.ndarray:
+    m = np.clip(np.asarray(mean, dtype=float), 1e-4, 1 - 1e-4)
+    return np.asarray(rng.beta(m * conc, (1 - m) * conc))
+
+
+def _choice_rows(rng: np.random.Generator, probs: np.ndarray) -> np.ndarray:
+    """One categorical draw per row of ``probs`` (rows need not be normalised)."""
+    cum = np.cumsum(probs, axis=1)
+    u = rng.random(len(probs)) * cum[:, -1]
+    return np.minimum((cum < u[:, None]).sum(axis=1), probs.shape[1] - 1)
+
+
+def _calibrate(target: np.ndarray, factors: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Base shares b with sum_g weights[g] * normalise(b * factors[g]) = target."""
+    b = target.copy()
+    for _ in range(500):
+        cond = b * factors
+        cond /= cond.sum(axis=1, keepdims=True)
+        marg = weights @ cond
+        if np.abs(marg - target).max() < 1e-10:
+            break
+        b = b * np.where(marg > 0, target / np.where(marg > 0, marg, 1.0), 1.0)
+        b /= b.sum()
+    return np.asarray(b)
+
+
+def _lognormal_units(rng: np.random.Generator, n: int, lo: int, hi: int) -> np.ndarray:
+    units = np.rint(rng.lognormal(np.log(BLOCK_UNITS_MEDIAN), BLOCK_UNITS_SIGMA, n))
+    return np.clip(units, lo, hi).astype(np.int64)
+
+
+def _truncated_units(rng: np.random.Generator, n: int, lo: int, hi: int) -> np.ndarray:
+    """Block sizes from the lognormal, conditioned on lo <= size <= hi (by rejection)."""
+    out = np.zeros(n, dtype=np.int64)
+    todo = np.arange(n)
+    while len(todo):
+        units = np.rint(rng.lognormal(np.log(BLOCK_UNITS_MEDIAN), BLOCK_UNITS_SIGMA,
+                                      len(todo))).astype(np.int64)
+        ok = (units >= lo) & (units <= hi)
+        out[todo[ok]] = units[ok]
+        todo = todo[~ok]
+    return out
+
+
+@dataclass(frozen=True)
+class _Model:
+    """The national model: shares and conditional tables as arrays over code positions."""
+
+    vacant_status: np.ndarray  # (7,)
+    type_by_owner: np.ndarray  # (2, 7) base shares per (renter, owner), before tract noise
+    type_base: np.ndarray  # (7,) calibrated so the owner/renter mix gives the national shares
+    type_factor: np.ndarray  # (2, 7)
+    detail_given_type: np.ndarray  # (7, 12)
+    size_given_detail: np.ndarray  # (12, 7)
+    age_base: np.ndarray  # (9,)
+    age_factor: np.ndarray  # (4, 12, 9) tenure x detail
+    race: np.ndarray  # (7,)
+
+
+@cache
+def _model() -> _Model:
+    col = {c.name: c for c in hh.COLUMNS}
+    types, details = col["hh_type"].values, col["hh_type_detail"].values
+    type_target = _vector(HH_TYPE_COUNTS, types)
+    type_factor = np.array([[TYPE_FACTOR_BY_OWNER[owner][t] for t in types]
+                            for owner in (False, True)])
+    owner_w = np.array([1 - OWNER_SHARE, OWNER_SHARE])
+    type_base = _calibrate(type_target, type_factor, owner_w)
+    by_owner = type_base * type_factor
+    by_owner /= by_owner.sum(axis=1, keepdims=True)
+    detail_given_type = np.array([_vector(DETAIL_GIVEN_TYPE[t], details) for t in types])
+    size_given_detail = np.array([_vector(SIZE_GIVEN_DETAIL[d], hh.SIZES) for d in details])
+    tenures = col["tenure"].values
+    tenure_w = np.array([OWNED_MORTGAGE, OWNED_FREE,
+                         RENTER_OCCUPIED * (1 - NO_CASH_RENT_SHARE_OF_RENTERS),
+                         RENTER_OCCUPIED * NO_CASH_RENT_SHARE_OF_RENTERS]) / OCCUPIED_UNITS
+    owner_of = np.array([t.startswith("owned") for t in tenures])
+    detail_by_tenure = by_owner[owner_of.astype(int)] @ detail_given_type  # (4, 12)
+    age_factor = np.array([[np.multiply(AGE_FACTOR_BY_TENURE[t], AGE_FACTOR_BY_DETAIL[d])
+                            for d in details] for t in tenures])
+    weights = (tenure_w[:, None] * detail_by_tenure).reshape(-1)
+    age_target = _vector(AGE_SHARES, hh.AGES)
+    age_base = _calibrate(age_target, age_factor.reshape(-1, len(hh.AGES)), weights)
+    return _Model(_vector(VACANT_STATUS_COUNTS, hh.VACANT_STATUSES), by_owner, type_base,
+                  type_factor, detail_given_type, size_given_detail, age_base, age_factor,
+                  _vector(RACE_SHARES, hh.RACES))
+
+
+# --- generation -----------------------------------------------------------------------------
+
+def generate_blocks(n_blocks: int, seed: int) -> GeneratedBlocks:
+    """``n_blocks`` synthetic target blocks (2..60 units) and every unit of their tracts.
+
+    Same seed, same output. Every unit is coherent (``households.broken_rule`` is None).
+    """
+    if isinstance(n_blocks, bool) or not isinstance(n_blocks, int | np.integer) \
+            or not 1 <= n_blocks <= MAX_TARGETS:
+        raise StatreconError(f"number of blocks must be between 1 and {MAX_TARGETS:,}, "
+                             f"got {n_blocks!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise StatreconError(f"seed must be a whole number >= 0, got {seed!r}")
+    rng = np.random.default_rng(int(seed))
+    model = _model()
+    n_tracts = int(n_blocks)
+    n_states = min(len(STATES), n_tracts)
+    tract_state = np.sort(np.arange(n_tracts) % n_states)
+
+    # states
+    c = CONC
+    st_vac = _beta(rng, np.full(n_states, VACANCY_RATE), c["vacancy"][0])
+    st_status = _dirichlet(rng, np.tile(model.vacant_status, (n_states, 1)),
+                           c["vacant_status"][0])
+    st_owner = _beta(rng, np.full(n_states, OWNER_SHARE), c["owner"][0])
+    st_mort = _beta(rng, np.full(n_states, MORTGAGE_SHARE_OF_OWNERS), c["mortgage"][0])
+    st_nocash = _beta(rng, np.full(n_states, NO_CASH_RENT_SHARE_OF_RENTERS),
+                      c["no_cash_rent"][0])
+    st_type = _dirichlet(rng, np.tile(model.type_base, (n_states, 1)), c["hh_type"][0])
+    st_age = _dirichlet(rng, np.tile(model.age_base, (n_states, 1)), c["age"][0])
+    st_race = _dirichlet(rng, np.tile(model.race, (n_states, 1)), c["race"][0])
+    hisp = np.array(HISPANIC_GIVEN_RACE)
+    st_hisp = _beta(rng, np.tile(hisp, (n_states, 1)), c["hispanic"][0])
+
+    # tracts
+    s = tract_state
+    tr_vac = _beta(rng, st_vac[s], c["vacancy"][1])
+    tr_status = _dirichlet(rng, st_status[s], c["vacant_status"][1])
+    tr_owner = _beta(rng, st_owner[s], c["owner"][1])
+    tr_mort = _beta(rng, st_mort[s], c["mortgage"][1])
+    tr_nocash = _beta(rng, st_nocash[s], c["no_cash_rent"][1])
+    tr_type = _dirichlet(rng, st_type[s], c["hh_type"][1])
+    tr_age = _dirichlet(rng, st_age[s], c["age"][1])
+    tr_race = _dirichlet(rng, st_race[s], c["race"][1])
+    tr_hisp = _beta(rng, st_hisp[s], c["hispanic"][1])
+    tract_ids = _tract_ids(rng, tract_state)
+
+    # blocks
+    n_per_tract = rng.integers(BLOCKS_PER_TRACT[0], BLOCKS_PER_TRACT[1] + 1, size=n_tracts)
+    block_tract = np.repeat(np.arange(n_tracts), n_per_tract)
+    first_block = np.concatenate([[0], np.cumsum(n_per_tract)[:-1]])
+    target_block = first_block + rng.integers(0, n_per_tract)
+    units = _lognormal_units(rng, len(block_tract), 1, MAX_BLOCK_UNITS)
+    units[target_block] = _truncated_units(rng, n_tracts, MIN_TARGET_UNITS, MAX_TARGET_UNITS)
+    t = block_tract
+    bl_vac = _beta(rng, tr_vac[t], c["vacancy"][2])
+    bl_owner = _beta(rng, tr_owner[t], c["owner"][2])
+    bl_race = _dirichlet(rng, tr_race[t], c["race"][2])
+    block_ids = np.array([f"{tract_ids[tr]}{_block_number(i - first_block[tr])}"
+                          for i, tr in enumerate(block_tract)])
+
+    # units
+    ub = np.repeat(np.arange(len(block_tract)), units)  # block of each unit
+    ut = block_tract[ub]  # tract of each unit
+    codes = _draw_units(rng, model, ub, ut, bl_vac, bl_owner, bl_race, tr_status, tr_mort,
+                        tr_nocash, tr_type, tr_age, tr_hisp)
+    _check_coherent(codes)
+    population = _frame(codes, ub, block_ids)
+    is_target = np.zeros(len(block_tract), dtype=bool)
+    is_target[target_block] = True
+    targets = population[is_target[ub]].reset_index(drop=True)
+    return GeneratedBlocks(targets, population, int(seed))
+
+
+def _tract_ids(rng: np.random.Generator, tract_state: np.ndarray) -> list[str]:
+    """11-digit tract GEOIDs: state, county, then a 4-digit tract number and suffix 00."""
+    out: list[str] = []
+    for k, (state, county, _name) in enumerate(STATES):
+        n = int((tract_state == k).sum())
+        if n == 0:
+            continue
+        numbers = np.sort(rng.choice(np.arange(100, 9900), size=n, replace=False))
+        out.extend(f"{state}{county}{int(num):04d}00" for num in numbers)
+    return out
+
+
+def _block_number(i: int) -> str:
+    """Block numbers as the Bureau writes them: block group digit, then three digits."""
+    group, seq = divmod(int(i), 100)
+    return f"{group + 1}{seq:03d}"
+
+
+def _draw_units(rng: np.random.Generator, model: _Model, ub: np.ndarray, ut: np.ndarray,
+                bl_vac: np.ndarray, bl_owner: np.ndarray, bl_race: np.ndarray,
+                tr_status: np.ndarray, tr_mort: np.ndarray, tr_nocash: np.ndarray,
+                tr_type: np.ndarray, tr_age: np.ndarray, tr_hisp: np.ndarray) -> np.ndarray:
+    """Codes (n, 10) of every unit, drawn in the order vacancy, tenure, household type,
+    detailed type, size, age, under18, over65, race, Hispanic origin."""
+    n = len(ub)
+    codes = np.full((n, hh.N_COLUMNS), hh.NA_CODE, dtype=np.uint8)
+    col = hh.COL
+    # vacancy status (0 = occupied)
+    vacant = rng.random(n) < bl_vac[ub]
+    status = _choice_rows(rng, tr_status[ut[vacant]]) + 1
+    codes[:, col["vacancy"]] = 0
+    codes[vacant, col["vacancy"]] = status
+    occ = np.flatnonzero(~vacant)
+    m = len(occ)
+    ob, ot = ub[occ], ut[occ]
+    # tenure: owner per block, then mortgage / no cash rent per tract
+    owner = rng.random(m) < bl_owner[ob]
+    split = rng.random(m)
+    tenure = np.where(owner, np.where(split < tr_mort[ot], 0, 1),
+                      np.where(split < tr_nocash[ot], 3, 2))
+    # household type given owner/renter: the tract's base times the tenure factor
+    type_p = tr_type[ot] * model.type_factor[owner.astype(int)]
+    hh_type = _choice_rows(rng, type_p)
+    detail = _choice_rows(rng, model.detail_given_type[hh_type])
+    size = _choice_rows(rng, model.size_given_detail[detail])  # code 0 = 1 person
+    age = _choice_rows(rng, tr_age[ot] * model.age_factor[tenure, detail])
+    # under18 / over65, limited by the room the size leaves (households.min_size)
+    details = np.array(hh.HH_DETAILS)
+    own_children = np.isin(details[detail], sorted(hh.OWN_CHILDREN))
+    alone = np.char.endswith(details[detail], "_alone")
+    couple = np.isin(details[detail], sorted(hh.COUPLE))
+    people = size + 1  # size code 6 = 7+, at least 7 people
+    age65 = age >= hh.AGES.index("65-74")
+    p_u18 = np.array([UNDER18_GIVEN_DETAIL.get(d, 0.0) for d in hh.HH_DETAILS])[detail]
+    under18 = own_children | (~alone & (rng.random(m) < p_u18))
+    under18 &= ~(couple & (people < 3))  # a couple has no room for a third person
+    p_o65 = np.array([*OVER65_GIVEN_AGE, 1.0, 1.0, 1.0])[age]
+    over65 = age65 | (~alone & (rng.random(m) < p_o65))
+    # a householder under 65 with nobody 65+ as partner needs one more person for them
+    need = np.where(alone, 1, np.where(couple, 2 + under18,
+                                       1 + np.maximum(1, under18.astype(int)
+                                                      + (over65 & ~age65))))
+    over65 &= ~((need > people) & ~age65)
+    race = _choice_rows(rng, bl_race[ob])
+    hispanic = rng.random(m) < tr_hisp[ot, race]
+    rows = codes[occ]
+    rows[:, col["tenure"]] = tenure
+    rows[:, col["size"]] = size
+    rows[:, col["hh_type"]] = hh_type
+    rows[:, col["hh_type_detail"]] = detail
+    rows[:, col["under18"]] = np.where(under18, 0, 1)  # YES_NO = ("yes", "no")
+    rows[:, col["over65"]] = np.where(over65, 0, 1)
+    rows[:, col["hispanic"]] = np.where(hispanic, 0, 1)
+    rows[:, col["age"]] = age
+    rows[:, col["race"]] = race
+    codes[occ] = rows
+    return codes
+
+
+def incoherent(codes: np.ndarray) -> np.ndarray:
+    """Which rows of unit codes break a structural rule (``households.broken_rule``).
+
+    Vectorised: each rule's forbidden pattern is matched (``households.pattern_mask``) once
+    against the distinct rows. Same answer as ``households.type_index(codes) < 0`` for valid
+    codes, without enumerating ``unit_types()`` (a second or two on a cold start).
+    """
+    codes = np.asarray(codes, dtype=np.uint8).reshape(-1, hh.N_COLUMNS)
+    _, first, inverse = np.unique(hh.pack(codes), return_index=True, return_inverse=True)
+    distinct = codes[first]
+    bad = np.zeros(len(distinct), dtype=bool)
+    for rule in hh.rules():
+        bad |= hh.pattern_mask(distinct, rule.pattern)
+    return np.asarray(bad[inverse.reshape(-1)])
+
+
+def _check_coherent(codes: np.ndarray) -> None:
+    """Every generated unit passes ``households.broken_rule``; a failure is a bug."""
+    bad = incoherent(codes)
+    if bad.any():
+        unit = hh.decode(codes[int(np.argmax(bad))])
+        rule = hh.broken_rule(unit)
+        raise RuntimeError(f"generated an incoherent unit {unit}: "
+                           f"{rule.message if rule else '?'} (a bug in the generator)")
+
+
+def _frame(codes: np.ndarray, unit_block: np.ndarray, block_ids: np.ndarray) -> pd.DataFrame:
+    """Units as strings: block, tract, state and the ten columns (vacant units: NA)."""
+    ids = block_ids.astype(object)
+    tracts = np.array([b[:TRACT_LENGTH] for b in ids], dtype=object)
+    states = np.array([b[:STATE_LENGTH] for b in ids], dtype=object)
+    data: dict[str, np.ndarray] = {"block": ids[unit_block], "tract": tracts[unit_block],
+                                   "state": states[unit_block]}
+    for j, column in enumerate(hh.COLUMNS):
+        lookup = np.array([*column.values] + [hh.NA] * (hh.NA_CODE + 1 - len(column.values)),
+                          dtype=object)
+        data[column.name] = lookup[codes[:, j]]
+    return pd.DataFrame(data, columns=list(OUTPUT_COLUMNS))
+
+
+# --- codes ----------------------------------------------------------------------------------
+
+def _column_codes(values: pd.Series | np.ndarray, column: hh.Column) -> np.ndarray:
+    """Codes of one column (NA -> households.NA_CODE), -1 where the value is unknown."""
+    known = {v: i for i, v in enumerate(column.values)}
+    if column.name != "vacancy":  # every unit is occupied or vacant for a reason
+        known[hh.NA] = hh.NA_CODE
+    uniq, inverse = _factorize(values)
+    table = np.array([known.get(u, -1) for u in uniq], dtype=np.int16)
+    return table[inverse] if len(uniq) else np.zeros(0, dtype=np.int16)
+
+
+def encode(df: pd.DataFrame) -> np.ndarray:
+    """Unit codes (uint8, shape (n, 10), columns in ``households.COLUMN_NAMES`` order).
+
+    NA is ``households.NA_CODE``. Raises StatreconError for a missing column or an unknown
+    value (``read_households`` gives the same with file and line).
+    """
+    missing = [n for n in hh.COLUMN_NAMES if n not in df.columns]
+    if missing:
+        raise StatreconError(f"missing column(s) {', '.join(missing)}")
+    out = np.empty((len(df), hh.N_COLUMNS), dtype=np.uint8)
+    for j, column in enumerate(hh.COLUMNS):
+        codes = _column_codes(df[column.name], column)
+        bad = np.flatnonzero(codes < 0)
+        if len(bad):
+            raise StatreconError(_unknown_value(column, df[column.name].iloc[bad[0]]))
+        out[:, j] = codes
+    return out
+
+
+def _unknown_value(column: hh.Column, value: object) -> str:
+    allowed = [*column.values] + ([hh.NA] if column.name != "vacancy" else [])
+    return f"unknown {column.name} value {value!r} (allowed: {', '.join(allowed)})"
+
+
+# --- files ----------------------------------------------------------------------------------
+
+def write_households_csv(df: pd.DataFrame, path: Path | str) -> None:
+    """Write housing units as CSV: block, tract, state and the ten columns, a header line."""
+    path = Path(path)
+    missing = [c for c in OUTPUT_COLUMNS if c not in df.columns]
+    if missing:
+        raise StatreconError(f"{path}: cannot write households without column(s) "
+                             f"{', '.join(missing)}")
+    columns = []
+    plain = True
+    for c in OUTPUT_COLUMNS:
+        col = df[c].to_numpy(dtype=object)
+        uniq = pd.unique(col)
+        if not all(isinstance(v, str) for v in uniq):
+            col = np.array([str(v) for v in col], dtype=object)
+            uniq = pd.unique(col)
+        plain = plain and not any(re.search(r'[,"\r\n]', v) for v in uniq)
+        columns.append(col)
+    try:
+        with path.open("w", encoding="utf-8", newline="") as f:
+            if plain:  # nothing to quote: join, twice as fast as csv.writer
+                f.write(",".join(OUTPUT_COLUMNS) + "\n")
+                f.writelines(",".join(row) + "\n"
+                             for row in zip(*columns, strict=True))
+            else:
+                writer = csv.writer(f, lineterminator="\n")
+                writer.writerow(OUTPUT_COLUMNS)
+                writer.writerows(zip(*columns, strict=True))
+    except OSError as e:
+        raise StatreconError(f"{path}: cannot write: {e.strerror or e}") from None
+
+
+def _factorize(values: pd.Series | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    codes, uniques = pd.factorize(np.asarray(values, dtype=object))
+    return np.asarray(uniques, dtype=object), np.asarray(codes)
+
+
+def _stripped(values: pd.Series) -> np.ndarray:
+    """Values without surrounding blanks (stripping each distinct value once)."""
+    uniq, inverse = _factorize(values)
+    return np.array([str(u).strip() for u in uniq], dtype=object)[inverse] if len(uniq) \
+        else np.array([], dtype=object)
+
+
+def read_households(path: Path | str) -> pd.DataFrame:
+    """Read and validate a households CSV (the format ``write_households_csv`` writes).
+
+    Needs a header line with ``block`` and the ten columns of ``households.COLUMN_NAMES``;
+    ``tract`` and ``state`` are optional (they follow from the 15-digit block id) but must
+    agree with it when present. Other columns are ignored; blank lines are skipped. Every
+    value is a string; vacant units have ``NA`` in the household columns. Every mistake
+    names the file and the line (the header is line 1). Returns the columns block, tract,
+    state and the ten columns, as strings.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise StatreconError(f"{path}: no such file")
+    try:
+        raw = pd.read_csv(path, dtype=object, keep_default_na=False, na_filter=False,
+                          skip_blank_lines=False, encoding="utf-8")
+    except pd.errors.EmptyDataError:
+        raise StatreconError(f"{path}: empty file; a households file needs a header line "
+                             f"with {', '.join(OUTPUT_COLUMNS)}") from None
+    except pd.errors.ParserError as e:
+        first = str(e).strip().splitlines()[0]
+        raise StatreconError(f"{path}: not a valid CSV file: {first}") from None
+    except UnicodeDecodeError:
+        raise StatreconError(f"{path}: not UTF-8 text") from None
+    except OSError as e:
+        raise StatreconError(f"{path}: cannot read: {e.strerror or e}") from None
+    raw.columns = [str(c).strip() for c in raw.columns]
+    missing = [c for c in REQUIRED_COLUMNS if c not in raw.columns]
+    if missing:
+        raise StatreconError(f"{path}: line 1: missing column(s) {', '.join(missing)}; a "
+                             f"households file needs {', '.join(OUTPUT_COLUMNS)} (tract "
+                             "and state may be left out)")
+    blank = np.ones(len(raw), dtype=bool)
+    for j in range(raw.shape[1]):
+        blank &= raw.iloc[:, j].to_numpy(dtype=object) == ""
+    keep = ~blank
+    lines = (np.arange(len(raw)) + 2)[keep]  # the header is line 1; blank lines are skipped
+    cols = {c: _stripped(raw[c])[keep] for c in OUTPUT_COLUMNS if c in raw.columns}
+    if len(lines) == 0:
+        raise StatreconError(f"{path}: no housing units (the file has only a header line)")
+
+    def where(bad: np.ndarray) -> tuple[int, str, str]:
+        """(row, 'PATH: line N', ' (k more such rows)') of the first bad row."""
+        i, n = int(np.argmax(bad)), int(bad.sum())
+        return i, f"{path}: line {lines[i]}", (f" ({n - 1} more such rows)" if n > 1 else "")
+
+    block = cols["block"]
+    uniq, inverse = _factorize(block)
+    bad = np.array([_GEOID.fullmatch(b) is None for b in uniq], dtype=bool)[inverse]
+    if bad.any():
+        i, at, more = where(bad)
+        raise StatreconError(f"{at}: block id {block[i]!r} is not {GEOID_LENGTH} digits "
+                             f"(state 2, county 3, tract 6, block 4){more}")
+    for name, length in (("tract", TRACT_LENGTH), ("state", STATE_LENGTH)):
+        derived = np.array([b[:length] for b in uniq], dtype=object)[inverse]
+        if name not in cols:
+            cols[name] = derived
+            continue
+        bad = cols[name] != derived
+        if bad.any():
+            i, at, more = where(bad)
+            raise StatreconError(f"{at}: {name} {cols[name][i]!r} disagrees with block "
+                                 f"{block[i]} (whose {name} is {derived[i]}){more}")
+    codes = np.empty((len(lines), hh.N_COLUMNS), dtype=np.uint8)
+    for j, column in enumerate(hh.COLUMNS):
+        col_codes = _column_codes(cols[column.name], column)
+        bad = col_codes < 0
+        if bad.any():
+            i, at, more = where(bad)
+            raise StatreconError(f"{at}: {_unknown_value(column, cols[column.name][i])}{more}")
+        codes[:, j] = col_codes
+    bad = incoherent(codes)
+    if bad.any():
+        i, at, more = where(bad)
+        rule = hh.broken_rule(hh.decode(codes[i]))
+        why = rule.message if rule is not None else "not a coherent housing unit"
+        raise StatreconError(f"{at} breaks a structural rule: {why}{more}")
+    return pd.DataFrame({c: cols[c] for c in OUTPUT_COLUMNS}, columns=list(OUTPUT_COLUMNS))

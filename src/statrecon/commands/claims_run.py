@@ -1,0 +1,339 @@
+"""``statrecon claims tabulate | verify | experiment``: Generate-then-Verify from the command line.
+
+Thin layer: reading files, progress bars and output live here; the engine
+(``engines.claims``) and the per-block runner (``census.household_run``) do the work.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import shlex
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import numpy as np
+import typer
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+from statrecon.errors import StatreconError
+
+EXIT_UNKNOWN = 3
+FORMULATIONS = ("fast", "paper")
+
+
+def _options(formulation: str, k: int, time_limit: float | None, negative: bool) -> Any:
+    from statrecon.engines.claims import ClaimsOptions
+
+    if formulation not in FORMULATIONS:
+        raise StatreconError(f"--formulation {formulation!r}: expected fast or paper")
+    if k < 1:
+        raise StatreconError(f"--k {k}: need at least one generated dataset")
+    if time_limit is not None and time_limit <= 0:
+        raise StatreconError(f"--time-limit {time_limit}: must be positive")
+    return ClaimsOptions(formulation=formulation, k_solutions=k, time_limit=time_limit,
+                         negative=negative)
+
+
+def _priors(units: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Tract and state priors (the baselines' P) from a households table."""
+    from statrecon.census.household_blocks import encode
+    from statrecon.census.household_run import Prior
+
+    codes = encode(units)
+    tracts = {str(t): Prior.of(codes[idx]) for t, idx in units.groupby("tract").indices.items()}
+    states = {str(s): Prior.of(codes[idx]) for s, idx in units.groupby("state").indices.items()}
+    return tracts, states
+
+
+def tasks_from_households(units: Any, blocks: list[str] | None, source: str) -> list[Any]:
+    """One task per block: its tables (DuckDB) and its true units (for soundness checks)."""
+    from statrecon.census.household_blocks import encode
+    from statrecon.census.household_release import tabulate_sql
+    from statrecon.census.household_run import BlockTask
+
+    known = sorted(units["block"].unique())
+    if blocks:
+        missing = [b for b in blocks if b not in set(known)]
+        if missing:
+            raise StatreconError(f"{source}: unknown block id {missing[0]}; the file has "
+                                 f"{len(known)} blocks (for example {known[0]})")
+        units = units[units["block"].isin(blocks)]
+    tables = tabulate_sql(units)
+    codes = encode(units)
+    by_block = units.groupby("block").indices
+    first = units.groupby("block").first()
+    return [BlockTask(b, str(first.loc[b, "tract"]), str(first.loc[b, "state"]), tables[b],
+                      codes[by_block[b]]) for b in sorted(tables)]
+
+
+def read_tables(path: Path) -> dict[str, np.ndarray]:
+    """Published block tables in long form (block, cell, value), every cell of every block."""
+    from statrecon.census import households as hh
+
+    position = {c.cell: i for i, c in enumerate(hh.table_index().cells)}
+    out: dict[str, np.ndarray] = {}
+    seen: dict[str, np.ndarray] = {}
+    try:
+        f = path.open(encoding="utf-8", newline="")
+    except OSError as e:
+        raise StatreconError(f"{path}: cannot read ({e.strerror})") from None
+    with f:
+        reader = csv.DictReader(f)
+        if reader.fieldnames is None or not {"block", "cell", "value"} <= set(reader.fieldnames):
+            raise StatreconError(f"{path}: expected the columns block, cell, value")
+        for line, row in enumerate(reader, start=2):
+            block, cell, value = row["block"], row["cell"], row["value"]
+            if cell not in position:
+                raise StatreconError(f"{path}: line {line}: unknown cell {cell!r} (cells look "
+                                     "like H13A_004; see `statrecon claims tabulate`)")
+            try:
+                v = int(value)
+            except ValueError:
+                v = -1
+            if v < 0:
+                raise StatreconError(f"{path}: line {line}: cell {cell} has value {value!r}, "
+                                     "not a count")
+            if block not in out:
+                out[block] = np.zeros(len(position), dtype=np.int64)
+                seen[block] = np.zeros(len(position), dtype=bool)
+            out[block][position[cell]] = v
+            seen[block][position[cell]] = True
+    if not out:
+        raise StatreconError(f"{path}: no rows")
+    for block, mask in seen.items():
+        if not mask.all():
+            missing = hh.table_index().cells[int(np.flatnonzero(~mask)[0])].cell
+            raise StatreconError(f"{path}: block {block} lacks {int((~mask).sum())} of the "
+                                 f"{len(mask)} cells (for example {missing}); publish zeros too")
+    return out
+
+
+def _progress_bar(err: Console, quiet: bool) -> Progress:
+    return Progress(TextColumn("[progress.description]{task.description}"), BarColumn(),
+                    MofNCompleteColumn(), TextColumn("{task.fields[claims]} claims"),
+                    TimeElapsedColumn(), TimeRemainingColumn(), console=err,
+                    disable=quiet or not err.is_terminal)
+
+
+def run_with_progress(tasks: list[Any], shared: Any, *, workers: int, executor: str | None,
+                      store: Path | None, quiet: bool) -> list[dict[str, Any]]:
+    from statrecon.census.household_run import run_blocks
+
+    err = Console(stderr=True)
+    records: list[dict[str, Any]] = []
+    with _progress_bar(err, quiet) as bar:
+        task = bar.add_task("blocks", total=len(tasks), claims=0)
+        claims = 0
+
+        def progress(rec: dict[str, Any]) -> None:
+            nonlocal claims
+            claims += sum(not c["trivial"] for c in rec["claims"])
+            bar.update(task, advance=1, claims=claims)
+
+        records = list(run_blocks(tasks, shared, workers=workers, executor=executor,
+                                  store=store, progress=progress))
+    order = {t.block: i for i, t in enumerate(tasks)}
+    return sorted(records, key=lambda r: order.get(r["block"], 0))
+
+
+def _human(records: list[dict[str, Any]]) -> None:
+    out = Console()
+    table = Table(title="Generate-then-Verify: verified claims per block (trivial ones aside)")
+    for name in ("block", "units", "status", "claims", "singletons", "max k (singleton)",
+                 "negative", "whole block", "seconds"):
+        table.add_column(name, justify="left" if name in ("block", "status") else "right")
+    for r in records:
+        nontrivial = [c for c in r["claims"] if not c["trivial"]]
+        single = [c["columns"] for c in nontrivial if c["singleton"]]
+        table.add_row(r["block"], str(r["households"]), r["status"], str(len(nontrivial)),
+                      str(len(single)), str(max(single, default=0)),
+                      str(sum(not c["trivial"] for c in r["negative_claims"])),
+                      "certain" if r["reconstructed"] else "-", f"{r['elapsed_s']:.2f}")
+    out.print(table)
+    unsound = [r["block"] for r in records if r.get("sound") is False]
+    if unsound:
+        out.print(f"[red]UNSOUND: a verified claim fails in the true block {unsound[0]}[/red]")
+    out.print("The claims themselves: --json (they describe real housing units).")
+
+
+def verify(
+    households: Annotated[Path | None, typer.Option(help="Housing units CSV (block, tract, "
+                                                    "state and the ten columns).")] = None,
+    tables: Annotated[Path | None, typer.Option(help="Published block tables instead: CSV "
+                                                "block, cell, value (see `claims tabulate`).")
+                      ] = None,
+    block: Annotated[list[str] | None, typer.Option(help="Only this block (repeatable).")] = None,
+    population: Annotated[Path | None, typer.Option(help="Units CSV for the tract and state "
+                                                    "baselines (default: --households).")
+                          ] = None,
+    formulation: Annotated[str, typer.Option(help="fast (default) or paper (the big-M "
+                                             "integer programme of the paper).")] = "fast",
+    k: Annotated[int, typer.Option("--k", help="Consistent datasets to generate candidates "
+                                   "from.")] = 100,
+    time_limit: Annotated[float | None, typer.Option(help="Seconds per block; a block cut "
+                                                     "short is 'unknown'.")] = None,
+    negative: Annotated[bool, typer.Option(help="Also prove negative claims.")] = True,
+    workers: Annotated[int, typer.Option(help="Blocks solved in parallel.")] = 1,
+    executor: Annotated[str | None, typer.Option(help="local or dask://HOST:PORT.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Prove claims R(a, m) about housing units from the published block tables."""
+    from statrecon.census.household_blocks import read_households
+    from statrecon.census.household_run import BlockTask, Shared
+
+    options = _options(formulation, k, time_limit, negative)
+    if (households is None) == (tables is None):
+        raise StatreconError("give exactly one of --households and --tables")
+    if workers < 1:
+        raise StatreconError(f"--workers {workers}: must be at least 1")
+    tract_priors: dict[str, Any] = {}
+    state_priors: dict[str, Any] = {}
+    if households is not None:
+        units = read_households(households)
+        tasks = tasks_from_households(units, block, str(households))
+        if population is None:
+            tract_priors, state_priors = _priors(units)
+    else:
+        assert tables is not None
+        published = read_tables(tables)
+        wanted = block or sorted(published)
+        for b in wanted:
+            if b not in published:
+                raise StatreconError(f"{tables}: unknown block id {b}")
+        tasks = [BlockTask(b, b[:11], b[:2], published[b], None) for b in wanted]
+    if population is not None:
+        tract_priors, state_priors = _priors(read_households(population))
+    shared = Shared(options, tract_priors, state_priors)
+    records = run_with_progress(tasks, shared, workers=workers, executor=executor, store=None,
+                                quiet=as_json)
+    if as_json:
+        json.dump({"blocks": records}, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        _human(records)
+    if any(r["status"] != "ok" for r in records):
+        raise typer.Exit(EXIT_UNKNOWN)
+
+
+def tabulate(
+    households: Annotated[Path, typer.Option(help="Housing units CSV.")],
+    out: Annotated[Path, typer.Option(help="Tables CSV to write (block, cell, value).")],
+) -> None:
+    """Publish every block table cell (zeros included) of a households file, as a CSV."""
+    from statrecon.census import households as hh
+    from statrecon.census.household_blocks import read_households
+    from statrecon.census.household_release import tabulate_sql
+
+    tables = tabulate_sql(read_households(households))
+    cells = hh.table_index().cells
+    with out.open("w", encoding="utf-8", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["block", "cell", "value"])
+        for b in sorted(tables):
+            for c, v in zip(cells, tables[b], strict=True):
+                w.writerow([b, c.cell, int(v)])
+    Console(stderr=True).print(f"{len(tables)} blocks x {len(cells)} cells -> {out}")
+
+
+def experiment(
+    out: Annotated[Path, typer.Option(help="Directory for figures, tables and results.")],
+    blocks: Annotated[int, typer.Option(help="Synthetic blocks to attack.")] = 50,
+    seed: Annotated[int, typer.Option(help="Seed of the synthetic blocks.")] = 0,
+    formulation: Annotated[str, typer.Option(help="fast (default) or paper.")] = "fast",
+    k: Annotated[int, typer.Option("--k", help="Consistent datasets per block.")] = 100,
+    time_limit: Annotated[float | None, typer.Option(help="Seconds per block.")] = None,
+    workers: Annotated[int, typer.Option(help="Blocks solved in parallel (default: all "
+                                         "cores).")] = 0,
+    executor: Annotated[str | None, typer.Option(help="local or dask://HOST:PORT.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+) -> None:
+    """The paper's experiment on synthetic blocks: Figure 2, Tables 2-3, whole blocks.
+
+    Resumable: blocks finished in OUT/blocks.jsonl are not solved again.
+    """
+    import os
+
+    from statrecon.census.household_blocks import generate_blocks, write_households_csv
+    from statrecon.census.household_run import Shared
+    from statrecon.experiments.generate_verify import summarise, write_outputs
+
+    options = _options(formulation, k, time_limit, True)
+    if blocks < 1:
+        raise StatreconError(f"--blocks {blocks}: must be at least 1")
+    n_workers = workers or (os.cpu_count() or 1)
+    out.mkdir(parents=True, exist_ok=True)
+    params = {"blocks": blocks, "seed": seed, "formulation": formulation, "k": k,
+              "time_limit": time_limit}
+    meta = out / "run.json"
+    store = out / "blocks.jsonl"
+    if meta.exists() and json.loads(meta.read_text(encoding="utf-8")) != params:
+        raise StatreconError(f"{out} holds results of a different run "
+                             f"({meta.read_text(encoding='utf-8').strip()}); use another --out")
+    meta.write_text(json.dumps(params), encoding="utf-8")
+    t0 = time.perf_counter()
+    gen = generate_blocks(blocks, seed)
+    write_households_csv(gen.targets, out / "blocks.csv")
+    write_households_csv(gen.population, out / "population.csv")
+    tasks = tasks_from_households(gen.targets, None, "generated blocks")
+    tract_priors, state_priors = _priors(gen.population)
+    shared = Shared(options, tract_priors, state_priors)
+    records = run_with_progress(tasks, shared, workers=n_workers, executor=executor,
+                                store=store, quiet=as_json)
+    command = "statrecon claims experiment " + " ".join(shlex.quote(a) for a in sys.argv[3:]) \
+        if len(sys.argv) > 3 else ""
+    paths = write_outputs(records, out, command)
+    summary = summarise(records).to_json() | {"wall_s": round(time.perf_counter() - t0, 2),
+                                               "workers": n_workers,
+                                               "files": [str(p) for p in paths]}
+    (out / "summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
+    if as_json:
+        json.dump(summary, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        Console().print((out / "results.md").read_text(encoding="utf-8"))
+        Console().print(f"wall {summary['wall_s']} s on {n_workers} workers; files: "
+                        + ", ".join(str(p) for p in paths))
+    if summary["sound"] is False:
+        raise StatreconError("a verified claim does not hold in its true block (a bug; "
+                             f"see {store})")
+    if summary["unknown_blocks"]:
+        raise typer.Exit(EXIT_UNKNOWN)
+
+
+def register(app: typer.Typer) -> None:
+    """Add these commands to the ``claims`` sub-app."""
+    command: Callable[..., Any]
+    for name, command in (("verify", verify), ("tabulate", tabulate),
+                          ("experiment", experiment), ("block-release", block_release)):
+        app.command(name)(command)
+
+
+def block_release(
+    households: Annotated[Path, typer.Option(help="Housing units CSV.")],
+    block: Annotated[str, typer.Option(help="The block to publish.")],
+    out: Annotated[Path, typer.Option(help="Release file to write (YAML).")],
+) -> None:
+    """One block's tables as a statrecon release file, for `statrecon reconstruct`."""
+    import yaml
+
+    from statrecon.census.household_blocks import read_households
+    from statrecon.census.household_release import block_release_document
+
+    tasks = tasks_from_households(read_households(households), [block], str(households))
+    doc = block_release_document(block, tasks[0].values)
+    out.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    Console(stderr=True).print(f"block {block}: {len(doc['statistics'])} statistics, "  # type: ignore[arg-type]
+                               f"{len(doc['constraints'])} rules -> {out}")  # type: ignore[arg-type]
