@@ -166,8 +166,15 @@ def test_rules_forbid_and_name() -> None:
     assert hh.broken_rule(vacant) is None
     assert hh.broken_rule(vacant | {"tenure": "rented"}) is not None
     # every enumerated type is coherent, and nothing coherent is missing
-    codes = TYPES[np.random.default_rng(1).choice(len(TYPES), 200)]
+    rng = np.random.default_rng(1)
+    codes = TYPES[rng.choice(len(TYPES), 200)]
     assert all(hh.broken_rule(hh.decode(c)) is None for c in codes)
+    sizes = [len(c.values) for c in hh.COLUMNS]
+    product = np.stack([rng.integers(0, n, 3000) for n in sizes], axis=1).astype(np.uint8)
+    product[:, hh.COL["vacancy"]] = 0
+    coherent = np.array([hh.broken_rule(hh.decode(c)) is None for c in product])
+    assert coherent.any() and not coherent.all()
+    assert np.array_equal(hh.type_index(product) >= 0, coherent)
 
 
 def test_inconsistent_tables_name_the_cells() -> None:

@@ -33,8 +33,10 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 import numpy as np
+import scipy.linalg
 import scipy.sparse as sp
 from ortools.sat.python import cp_model
 
@@ -92,7 +94,7 @@ class ClaimsOptions:
     time_limit: float | None = None  # seconds for the whole block; None: no limit
     seed: int = 0
     negative: bool = True  # also prove "at least one unit matches" for undetermined claims
-    negative_time_limit: float | None = 20.0  # seconds per block for them (best effort)
+    negative_time_limit: float | None = 10.0  # seconds per block for them (best effort)
     workers: int = 1  # CP-SAT search workers per solve
 
 
@@ -395,7 +397,11 @@ def refute(m: BlockModel, members: np.ndarray, mult: np.ndarray, *, mode: str = 
 
     for x in known:
         status[(status == -1) & broken(x)] = 0
+    if mode == "ne":
+        open_ = np.flatnonzero(status == -1)
+        status[open_[linear_determined(m, members[open_], mult[open_])]] = 1
     round_no = 0
+    slice_s = BATCH_SLICE_S
     while (status == -1).any():
         open_ = np.flatnonzero(status == -1)
         left = _left(end)
@@ -417,7 +423,7 @@ def refute(m: BlockModel, members: np.ndarray, mult: np.ndarray, *, mode: str = 
         round_no += 1
         solver = _solver(left, workers, seed + round_no)
         solver.parameters.max_time_in_seconds = min(solver.parameters.max_time_in_seconds,
-                                                    BATCH_SLICE_S)
+                                                    slice_s)
         st = solver.solve(h.model)
         if st == cp_model.INFEASIBLE:
             status[open_] = 1
@@ -426,25 +432,76 @@ def refute(m: BlockModel, members: np.ndarray, mult: np.ndarray, *, mode: str = 
             x = np.array([solver.value(v) for v in h.x], dtype=np.int64)
             status[open_[broken(x)[open_]]] = 0
             continue
-        break  # the batched question is hard here: settle the questions one by one
-    return _refute_each(m, members, mult, status, broken, mode, end, workers, seed)
+        # the batched question is hard here: settle a few questions one by one (each solution
+        # met refutes more), then ask the smaller batched question again with more time
+        status = _refute_each(m, members, mult, status, broken, mode, end, workers, seed,
+                              limit=EACH_CHUNK)
+        slice_s = min(2 * slice_s, 8.0)
+    return status
 
 
-BATCH_SLICE_S = 1.0  # seconds a batched refutation round may take before the per-claim path
+def linear_determined(m: BlockModel, members: np.ndarray, mult: np.ndarray) -> np.ndarray:
+    """Claims whose count is a fixed combination of published cells: proven by exact arithmetic.
+
+    If integers lam and D satisfy A^T lam = D s (s: the claim's type indicator), then every
+    consistent block x (A x = b) has s.x = lam.b / D. lam comes from a floating least-squares
+    solve, rounded to small rationals; the equality is then checked in exact integer
+    arithmetic, and only that check counts as proof. A claim it cannot prove goes to the
+    solver.
+    """
+    out = np.zeros(len(mult), dtype=bool)
+    if len(mult) == 0:
+        return out
+    a = m.matrix.tocsr()
+    keep = np.flatnonzero(np.diff(a.indptr) > 0)
+    a = a[keep]
+    b = m.release.values[keep].astype(np.int64)
+    dense = a.toarray().astype(np.float64)
+    # a basis of the cells (pivoted QR): the combination on it is unique and has small
+    # denominators, unlike the minimum-norm one spread over every redundant cell
+    _, r, piv = scipy.linalg.qr(dense.T, mode="economic", pivoting=True)
+    diag = np.abs(np.diag(r))
+    basis = piv[:int((diag > 1e-9 * max(float(diag[0]), 1.0)).sum())]
+    lam, *_ = np.linalg.lstsq(dense.T[:, basis], members.T.astype(np.float64), rcond=None)
+    resid = np.abs(dense.T[:, basis] @ lam - members.T).max(axis=0)
+    at = a.T.tocsr().astype(np.int64)
+    for g in np.flatnonzero(resid < 1e-6):
+        fracs = [Fraction(float(v)).limit_denominator(LAMBDA_DENOMINATOR) for v in lam[:, g]]
+        denom = 1
+        for f in fracs:
+            denom = denom * f.denominator // math.gcd(denom, f.denominator)
+            if denom > LAMBDA_DENOMINATOR:
+                break
+        if denom > LAMBDA_DENOMINATOR:
+            continue
+        lam_int = np.zeros(a.shape[0], dtype=np.int64)
+        lam_int[basis] = [f.numerator * (denom // f.denominator) for f in fracs]
+        if np.array_equal(at @ lam_int, members[g].astype(np.int64) * denom):
+            out[g] = int(lam_int @ b) == int(mult[g]) * denom
+    return out
+
+
+LAMBDA_DENOMINATOR = 720  # rationals tried for the combination (2..6 and their products)
+BATCH_SLICE_S = 1.0  # seconds of the first batched round before some per-claim solves
+EACH_CHUNK = 8  # per-claim questions settled between two batched rounds
 
 
 def _refute_each(m: BlockModel, members: np.ndarray, mult: np.ndarray, status: np.ndarray,
                  broken: Callable[[np.ndarray], np.ndarray], mode: str, end: float | None,
-                 workers: int, seed: int) -> np.ndarray:
+                 workers: int, seed: int, limit: int | None = None) -> np.ndarray:
     """The exact range of each open count: min (and max) by optimisation over one model.
 
     A question is proven when the OPTIMAL minimum (and maximum) equal its multiplicity
     ("ge": the minimum reaches it); every solution met on the way refutes what it breaks.
     """
     h = _Histogram(m)
+    done = 0
     for g in range(len(mult)):
         if status[g] != -1:
             continue
+        if limit is not None and done >= limit:
+            return status
+        done += 1
         count = h.count(members[g])
         proven = True
         for sense in ("min", "max") if mode == "ne" else ("min",):
