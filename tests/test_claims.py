@@ -84,7 +84,7 @@ def oracle_claims(datasets: list[np.ndarray]) -> tuple[set[tuple], set[tuple]]:
     return verified, negative
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=18, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10_000), units=st.integers(2, 4))
 def test_verified_claims_equal_brute_force_oracle(seed: int, units: int) -> None:
     ids = tiny_block(seed, units)

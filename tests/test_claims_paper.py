@@ -88,7 +88,7 @@ def test_one_hot_layout() -> None:
     assert (hh.COL["tenure"], hh.NA_CODE) in layout.position
 
 
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10_000), units=st.integers(2, 4))
 def test_verify_paper_equals_brute_force_oracle(seed: int, units: int) -> None:
     ids = tiny_block(seed, units)
