@@ -23,6 +23,7 @@ demo: $(STAMP)
 		--recon demo-out/recon.parquet
 	$(BIN)/statrecon census report demo-out/recon.parquet --out demo-out/report.html \
 		--truth examples/census/persons_3tracts.csv
+	$(BIN)/statrecon claims experiment --blocks 2 --seed 1 --out demo-out/claims --workers 1
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
@@ -31,6 +32,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_exact.py
 	$(BIN)/python benchmarks/bench_linear.py
 	$(BIN)/python benchmarks/bench_census.py --dask
+	$(BIN)/python benchmarks/bench_claims.py --paper-sample 6 --paper-full-units 2
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
