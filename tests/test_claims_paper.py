@@ -3,13 +3,12 @@ default formulation, exhaustive generation, and time limits."""
 
 from __future__ import annotations
 
-import itertools
-import math
 import time
 
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_claims import consistent_datasets, tiny_block
 
 from statrecon.census import households as hh
 from statrecon.census.household_release import tabulate_types
@@ -19,36 +18,6 @@ from statrecon.engines.claims_paper import generate_paper, one_hot, verify_paper
 TYPES = hh.unit_types()
 OCCUPIED = np.flatnonzero(TYPES[:, hh.COL["vacancy"]] == 0)
 CLAIMS_PER_BLOCK = 6
-
-
-def tiny_block(seed: int, units: int) -> np.ndarray:
-    """Unit type ids of a small block of look-alike units (so the oracle stays small)."""
-    rng = np.random.default_rng(seed)
-    base = TYPES[rng.choice(OCCUPIED)]
-    near = np.flatnonzero((base != TYPES).sum(axis=1) <= 2)
-    ids = rng.choice(near, size=units)
-    if rng.random() < 0.3:  # sometimes a vacant unit
-        ids[-1] = len(TYPES) - 1 - rng.integers(0, 7)
-    return ids
-
-
-def consistent_datasets(release: C.BlockRelease) -> list[np.ndarray] | None:
-    """Every multiset of unit types whose tables equal the release (None: too many).
-
-    Types in a published zero cell can never occur, so the candidates are exactly
-    ``compile_block(release).type_ids``.
-    """
-    allowed = C.compile_block(release).type_ids
-    n = release.units
-    if math.comb(len(allowed) + n - 1, n) > 30_000:
-        return None
-    single = np.array([tabulate_types(np.array([t])) for t in allowed])  # types x cells
-    combos = np.array(list(itertools.combinations_with_replacement(range(len(allowed)), n)))
-    out: list[np.ndarray] = []
-    for chunk in np.array_split(combos, max(1, len(combos) // 2_000)):
-        match = (single[chunk].sum(axis=1) == release.values).all(axis=1)
-        out.extend(allowed[c] for c in chunk[match])
-    return out
 
 
 def oracle_verified(claim: C.Claim, datasets: list[np.ndarray]) -> bool:

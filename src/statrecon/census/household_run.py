@@ -80,15 +80,16 @@ def claim_record(claim: Claim, trivial: bool, units: int, tract: Prior | None,
 
 
 def coverage(claims: list[Claim], trivial: list[bool], truth: np.ndarray,
-             singleton: bool) -> dict[int, int]:
-    """Per number of columns k: distinct true units matched by a non-trivial verified claim."""
+             singleton: bool) -> dict[str, int]:
+    """Per number of columns k (a string key, as in JSON): distinct true units matched by a
+    non-trivial verified claim."""
     covered: dict[int, np.ndarray] = {}
     for claim, triv in zip(claims, trivial, strict=True):
         if triv or (singleton and claim.multiplicity != 1):
             continue
         hit = claim.matches(truth)
         covered[claim.k] = covered.get(claim.k, np.zeros(len(truth), dtype=bool)) | hit
-    return {k: int(v.sum()) for k, v in sorted(covered.items())}
+    return {str(k): int(v.sum()) for k, v in sorted(covered.items())}
 
 
 def attack_block(shared: Shared, task: BlockTask) -> dict[str, Any]:

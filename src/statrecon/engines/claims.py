@@ -559,16 +559,20 @@ def _cell_sets() -> _CellSets:
     return _CELL_SETS
 
 
-def is_trivial(claim: Claim, values: np.ndarray) -> bool:
-    """True when one published cell counts exactly the same unit types with value m."""
+def same_cells(claim: Claim) -> list[int]:
+    """The published cells that count exactly the unit types the claim's assignment matches."""
     sets = _cell_sets()
     bits: np.ndarray | None = None
     for c, v in zip(claim.columns, claim.values, strict=True):
         mask = sets.value_masks[(c, v)]
         bits = mask if bits is None else bits & mask
     assert bits is not None
-    return any(int(values[i]) == claim.multiplicity
-               for i in sets.by_hash.get(hash(bits.tobytes()), ()))
+    return sets.by_hash.get(hash(bits.tobytes()), [])
+
+
+def is_trivial(claim: Claim, values: np.ndarray) -> bool:
+    """True when one published cell counts exactly the same unit types with value m."""
+    return any(int(values[i]) == claim.multiplicity for i in same_cells(claim))
 
 
 # --- the whole block ---------------------------------------------------------------------
@@ -667,13 +671,7 @@ def _negative_claims(m: BlockModel, claim_sets: list[np.ndarray], verified_ids: 
 
 def _negative_trivial(claim: Claim, values: np.ndarray) -> bool:
     """"At least one" read off a positive cell counting exactly the same types."""
-    sets = _cell_sets()
-    bits: np.ndarray | None = None
-    for c, v in zip(claim.columns, claim.values, strict=True):
-        mask = sets.value_masks[(c, v)]
-        bits = mask if bits is None else bits & mask
-    assert bits is not None
-    return any(int(values[i]) >= 1 for i in sets.by_hash.get(hash(bits.tobytes()), ()))
+    return any(int(values[i]) >= 1 for i in same_cells(claim))
 
 
 def binomial_baseline(n: int, m: int, p: float) -> float:
