@@ -224,3 +224,13 @@ def test_block_release_agrees_with_the_general_exact_engine(tmp_path) -> None:
     oracle = consistent_datasets(release)
     assert oracle is not None and len(codes) > 1
     assert solutions == sorted(sorted(d.tolist()) for d in oracle)
+
+
+def test_contradiction_only_the_solver_sees_names_a_small_set() -> None:
+    values = tabulate_types(tiny_block(2, 3)).copy()
+    values[hh.cell_position("H1_001")] += 1  # one more unit than H3's total counts
+    with pytest.raises(InconsistentReleaseError) as err:
+        verify_block(BlockRelease("b", values), ClaimsOptions(k_solutions=2))
+    message = str(err.value)
+    assert "H1_001" in message  # the changed cell is in every conflicting set
+    assert 2 <= message.count(" = ") <= 4

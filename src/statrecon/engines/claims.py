@@ -203,6 +203,49 @@ def _zero_conflict(release: BlockRelease, cell: int, values: np.ndarray) -> str:
             f"leave no housing unit it could count")
 
 
+def _solver_conflict(m: BlockModel, end: float | None) -> str:
+    """Name a small set of positive cells no consistent block can satisfy together.
+
+    Each positive cell's equality is guarded by an assumption; CP-SAT's infeasible core is then
+    shrunk by deletion (each removal re-proven INFEASIBLE). Published zeros stay implicit: they
+    removed unit types before the model was built, and the message says so.
+    """
+    index = hh.table_index()
+    a = m.matrix.tocsr()
+    model = cp_model.CpModel()
+    # bounded by the largest published value only: the per-type bounds come from positive
+    # cells, which the message would otherwise lean on without naming them
+    top = int(m.release.values.max())
+    x = [model.new_int_var(0, top, "") for _ in m.upper]
+    guards: dict[int, cp_model.IntVar] = {}
+    for row in np.flatnonzero(m.release.values > 0):
+        idx = a.indices[a.indptr[row]:a.indptr[row + 1]]
+        guards[int(row)] = model.new_bool_var("")
+        model.add(sum(x[i] for i in idx) == int(m.release.values[row])).only_enforce_if(
+            guards[int(row)])
+
+    def infeasible(cells: list[int]) -> bool:
+        model.clear_assumptions()
+        model.add_assumptions([guards[c] for c in cells])
+        solver = _solver(_left(end), 1, 0)
+        return solver.solve(model) == cp_model.INFEASIBLE
+
+    model.add_assumptions(list(guards.values()))
+    solver = _solver(_left(end), 1, 0)
+    core = list(guards)
+    if solver.solve(model) == cp_model.INFEASIBLE:
+        lits = {guards[c].index: c for c in guards}
+        core = sorted(lits[i] for i in solver.sufficient_assumptions_for_infeasibility()
+                      if i in lits) or core
+    for c in list(core):
+        if len(core) > 1 and infeasible([d for d in core if d != c]):
+            core.remove(c)
+    named = ", ".join(f"{index.cells[c].cell} = {int(m.release.values[c])}" for c in core[:12])
+    more = f" and {len(core) - 12} more" if len(core) > 12 else ""
+    return (f"block {m.release.block}: the published cells contradict each other: no set of "
+            f"housing units gives {named}{more} (with the published zeros)")
+
+
 def _cell_mask(cell: int) -> np.ndarray:
     """Which unit types the cell counts: those whose deepest cell lies in its subtree."""
     index = hh.table_index()
@@ -282,8 +325,7 @@ def generate_solutions(m: BlockModel, k: int, *, seed: int = 0, end: float | Non
         solver = _solver(left, workers, seed + attempts)
         status = solver.solve(h.model)
         if status == cp_model.INFEASIBLE and not out:
-            raise InconsistentReleaseError(
-                f"block {m.release.block}: no set of housing units matches every published cell")
+            raise InconsistentReleaseError(_solver_conflict(m, end))
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             break
         x = np.array([solver.value(v) for v in h.x], dtype=np.int64)
