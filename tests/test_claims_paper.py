@@ -13,7 +13,14 @@ from test_claims import consistent_datasets, tiny_block
 from statrecon.census import households as hh
 from statrecon.census.household_release import tabulate_types
 from statrecon.engines import claims as C
-from statrecon.engines.claims_paper import generate_paper, one_hot, verify_paper
+from statrecon.engines.claims_paper import (
+    breaks_claim,
+    build_paper_model,
+    dataset_rows,
+    generate_paper,
+    one_hot,
+    verify_paper,
+)
 
 TYPES = hh.unit_types()
 OCCUPIED = np.flatnonzero(TYPES[:, hh.COL["vacancy"]] == 0)
@@ -113,6 +120,60 @@ def test_paper_agrees_with_default_formulation() -> None:
                                rng.permutation(np.flatnonzero(~is_ver))[:5]])
         got = verify_paper(release, [claims[i] for i in pick])
         assert got.tolist() == [1 if is_ver[i] else 0 for i in pick]
+
+
+def test_breaks_claim_checks_a_dataset_in_the_paper_model() -> None:
+    """A dataset solves the paper's "count != m" model iff it is consistent and breaks the
+    claim: the check the bench uses to confirm each refutation in the paper's own model."""
+    for seed, units in ((0, 2), (16, 3)):
+        ids = tiny_block(seed, units)
+        release = C.BlockRelease("b", tabulate_types(ids))
+        datasets = consistent_datasets(release)
+        assert datasets is not None
+        base = build_paper_model(release, seed)
+        claims = sample_claims(ids, datasets, seed)
+        rng = np.random.default_rng(seed)
+        foreign = rng.choice(OCCUPIED, size=units)  # almost surely not consistent
+        consistent = any(np.array_equal(np.sort(foreign), np.sort(d)) for d in datasets)
+        for claim in claims:
+            for d in [*datasets[:2], foreign]:
+                rows = dataset_rows(base, TYPES[d], np.ones(len(d), dtype=np.int64))
+                assert rows.sum() == units * hh.N_COLUMNS
+                count = int(claim.matches(TYPES[d]).sum())
+                fits = d is not foreign or consistent
+                want = int(fits and count != claim.multiplicity)
+                assert breaks_claim(base, claim, rows) == want
+
+
+def test_refute_hands_out_consistent_witnesses_the_paper_model_accepts() -> None:
+    """Every refutation comes with a consistent block that breaks the claim, and the paper's
+    model accepts that block as a counterexample (what the bench checks on all 50 blocks)."""
+    ids = tiny_block(4, 3)
+    release = C.BlockRelease("b", tabulate_types(ids))
+    m = C.compile_block(release)
+    x = np.zeros(len(m.type_ids), dtype=np.int64)
+    for t in ids:
+        x[np.searchsorted(m.type_ids, t)] += 1
+    cand = C.solution_claims(m, x)
+    members = C.claim_members(m, cand)
+    mult = cand & ((1 << C.MULT_BITS) - 1)
+    # the true multiplicities (some verified, some not) and one more (all refuted)
+    both = np.concatenate([members, members])
+    wanted = np.concatenate([mult, mult + 1])
+    found: list[np.ndarray] = []
+    status = C.refute(m, both, wanted, witnesses=found)
+    assert (status[len(mult):] == 0).all() and found
+    for w in found:
+        assert np.array_equal(m.matrix @ w, release.values)  # consistent
+    counts = both.astype(np.int64) @ np.array(found).T
+    broken = counts != wanted[:, None]
+    assert broken[status == 0].any(axis=1).all()  # each refutation has its witness
+    base = build_paper_model(release)
+    for q in np.flatnonzero(status == 0)[:3]:
+        d = int(np.flatnonzero(broken[q])[0])
+        claim = C.decode_claim(int(cand[q % len(mult)]))
+        claim = C.Claim(claim.columns, claim.values, int(wanted[q]))
+        assert breaks_claim(base, claim, dataset_rows(base, m.types, found[d])) == 1
 
 
 def test_time_limit_in_the_past_gives_unknown() -> None:

@@ -423,12 +423,15 @@ def _group(members: np.ndarray, mult: np.ndarray) -> _Groups:
 
 def refute(m: BlockModel, members: np.ndarray, mult: np.ndarray, *, mode: str = "ne",
            end: float | None = None, workers: int = 1, seed: int = 0,
-           known: Sequence[np.ndarray] = ()) -> np.ndarray:
+           known: Sequence[np.ndarray] = (),
+           witnesses: list[np.ndarray] | None = None) -> np.ndarray:
     """Status per question: 1 proven (no consistent block breaks it), 0 refuted, -1 unknown.
 
     mode "ne": the claim is count == mult (broken by count != mult).
     mode "ge": the claim is count >= mult (broken by count < mult).
     ``known`` consistent blocks refute what they break before any solve.
+    ``witnesses``, if given, receives every consistent block the solver found (histograms
+    over ``m.types``), so a caller can show each refutation to another checker.
     """
     status = np.full(len(mult), -1, dtype=np.int8)
     counts_of = members.astype(np.int64)
@@ -473,11 +476,13 @@ def refute(m: BlockModel, members: np.ndarray, mult: np.ndarray, *, mode: str = 
         if st in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             x = np.array([solver.value(v) for v in h.x], dtype=np.int64)
             status[open_[broken(x)[open_]]] = 0
+            if witnesses is not None:
+                witnesses.append(x)
             continue
         # the batched question is hard here: settle a few questions one by one (each solution
         # met refutes more), then ask the smaller batched question again with more time
         status = _refute_each(m, members, mult, status, broken, mode, end, workers, seed,
-                              limit=EACH_CHUNK)
+                              limit=EACH_CHUNK, witnesses=witnesses)
         slice_s = min(2 * slice_s, 8.0)
     return status
 
@@ -530,7 +535,8 @@ EACH_CHUNK = 8  # per-claim questions settled between two batched rounds
 
 def _refute_each(m: BlockModel, members: np.ndarray, mult: np.ndarray, status: np.ndarray,
                  broken: Callable[[np.ndarray], np.ndarray], mode: str, end: float | None,
-                 workers: int, seed: int, limit: int | None = None) -> np.ndarray:
+                 workers: int, seed: int, limit: int | None = None,
+                 witnesses: list[np.ndarray] | None = None) -> np.ndarray:
     """The exact range of each open count: min (and max) by optimisation over one model.
 
     A question is proven when the OPTIMAL minimum (and maximum) equal its multiplicity
@@ -560,6 +566,8 @@ def _refute_each(m: BlockModel, members: np.ndarray, mult: np.ndarray, status: n
             if st in (cp_model.OPTIMAL, cp_model.FEASIBLE):
                 x = np.array([solver.value(v) for v in h.x], dtype=np.int64)
                 status[(status == -1) & broken(x)] = 0
+                if witnesses is not None:
+                    witnesses.append(x)
             if st != cp_model.OPTIMAL or status[g] == 0:
                 proven = False
                 break

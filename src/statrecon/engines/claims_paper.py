@@ -238,6 +238,39 @@ def verify_paper(release: BlockRelease, claims: Sequence[Claim], *, end: float |
     return status
 
 
+def dataset_rows(base: PaperModel, types: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """A dataset given as counts over unit types (rows of codes) as the paper's X: one-hot
+    rows (N, d) in the hash order of (8), so it can be checked against the paper's model."""
+    codes = np.repeat(np.asarray(types), np.asarray(counts, dtype=np.int64), axis=0)
+    if len(codes) != base.units:
+        raise ValueError(f"{len(codes)} units given for a block of {base.units}")
+    rows = np.zeros((len(codes), base.layout.d), dtype=np.int64)
+    for j in range(hh.N_COLUMNS):
+        rows[np.arange(len(codes)),
+             [base.layout.position[(j, int(v))] for v in codes[:, j]]] = 1
+    return rows[np.argsort(rows @ base.hash, kind="stable")]
+
+
+def breaks_claim(base: PaperModel, claim: Claim, rows: np.ndarray, *, workers: int = 1,
+                 seed: int = 0) -> int:
+    """Does this dataset solve the paper's model of "count(a) != m" (Problems 1 and 2)?
+
+    The claim's model with X fixed to ``rows``: 1 when CP-SAT finds it feasible (the dataset
+    is consistent and breaks the claim, so the paper's formulation cannot verify the claim),
+    0 when it proves it infeasible, -1 when it decides neither. Used to confirm, in the
+    paper's own model, every refutation the default formulation found.
+    """
+    model = base.model.clone()
+    add_claim_negation(base, model, claim)
+    for k in range(base.units):
+        for p in range(base.layout.d):
+            var = model.get_bool_var_from_proto_index(int(base.x_index[k, p]))
+            model.add(var == int(rows[k, p]))
+    st = _solver(None, workers, seed).solve(model)
+    return 1 if st in (cp_model.OPTIMAL, cp_model.FEASIBLE) else (
+        0 if st == cp_model.INFEASIBLE else -1)
+
+
 def row_types(layout: OneHot, onehot: np.ndarray) -> np.ndarray:
     """Indices in ``hh.unit_types()`` of one-hot rows (N, d) of 0/1."""
     codes = np.zeros((len(onehot), hh.N_COLUMNS), dtype=np.uint8)
