@@ -49,6 +49,8 @@ def main() -> int:
                     help="candidates per block for the paper formulation (0: all of them)")
     ap.add_argument("--paper-full-units", type=int, default=4,
                     help="blocks up to this many units get the paper on every candidate")
+    ap.add_argument("--min-units", type=int, default=0,
+                    help="only blocks with at least this many units")
     ap.add_argument("--max-units", type=int, default=None,
                     help="only blocks with at most this many units (for a full identity check "
                          "of the paper formulation on the blocks it can finish)")
@@ -77,7 +79,8 @@ def main() -> int:
     shard, shards = (int(p) for p in args.shard.split("/"))
     units = gen.targets["block"].value_counts()
     selected = [b for b in sorted(tables)
-                if args.max_units is None or units[b] <= args.max_units]
+                if units[b] >= args.min_units
+                and (args.max_units is None or units[b] <= args.max_units)]
     for block in selected[shard::shards]:
         release = C.BlockRelease(block, tables[block])
         m = C.compile_block(release)
