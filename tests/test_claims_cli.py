@@ -141,6 +141,9 @@ def test_experiment_writes_figures_tables_and_resumes(tmp_path: Path) -> None:
     assert "Table 2" in md and "Table 3" in md and "reconstructed" in md
     stored = (out / "blocks.jsonl").read_text().splitlines()
     assert len(stored) == 1
+    record = json.loads(stored[0])
+    assert summary["negative_undecided"] == record["negative_undecided"] >= 0
+    assert summary["negative_claims"] == sum(not c["trivial"] for c in record["negative_claims"])
     again = statrecon(*args)  # resumed: nothing solved twice
     assert again.returncode == 0
     assert (out / "blocks.jsonl").read_text().splitlines() == stored

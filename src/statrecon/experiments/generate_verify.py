@@ -36,6 +36,8 @@ class ExperimentSummary:
     claims_all: dict[int, int]
     trivial_claims: int
     negative_claims: int
+    negative_undecided: int  # "at least one" questions the per-block budget left open
+    negative_undecided_blocks: int
     median_block_s: float
     total_block_s: float
 
@@ -71,6 +73,8 @@ def summarise(records: Sequence[dict[str, Any]]) -> ExperimentSummary:
         claims_all=per_k(lambda r, k: sum(c["columns"] == k for c in nontrivial(r, False))),
         trivial_claims=sum(c["trivial"] for r in records for c in r["claims"]),
         negative_claims=sum(not c["trivial"] for r in records for c in r["negative_claims"]),
+        negative_undecided=sum(r.get("negative_undecided", 0) for r in records),
+        negative_undecided_blocks=sum(r.get("negative_undecided", 0) > 0 for r in records),
         median_block_s=statistics.median(times) if times else 0.0,
         total_block_s=sum(times),
     )
@@ -150,7 +154,8 @@ def markdown(records: Sequence[dict[str, Any]], command: str = "") -> str:
         f"- Verified non-trivial claims: {sum(s.claims_all.values())} "
         f"({sum(s.claims_singleton.values())} singleton); trivial claims set aside: "
         f"{s.trivial_claims}; non-trivial negative claims (at least one unit matches): "
-        f"{s.negative_claims}",
+        f"{s.negative_claims}; left undecided by the negative-claim time budget: "
+        f"{s.negative_undecided} (in {s.negative_undecided_blocks} blocks)",
         "- Soundness against the true blocks: "
         + ("every verified claim holds" if s.sound else
            "NOT SOUND" if s.sound is False else "no truth given"),
