@@ -20,6 +20,7 @@ from statrecon.engines.claims import (
     BlockRelease,
     Claim,
     ClaimsOptions,
+    _contains_some,
     binomial_baseline,
     compile_block,
     verify_block,
@@ -234,3 +235,15 @@ def test_contradiction_only_the_solver_sees_names_a_small_set() -> None:
     message = str(err.value)
     assert "H1_001" in message  # the changed cell is in every conflicting set
     assert 2 <= message.count(" = ") <= 4
+
+
+@settings(max_examples=60, deadline=None)
+@given(members=st.lists(st.lists(st.booleans(), min_size=6, max_size=6), max_size=8),
+       subsets=st.lists(st.lists(st.booleans(), min_size=6, max_size=6), max_size=8))
+def test_lattice_inclusion_matches_brute_force(members: list[list[bool]],
+                                               subsets: list[list[bool]]) -> None:
+    """A question is settled by the lattice iff some non-empty known set lies inside it."""
+    q = np.array(members, dtype=bool).reshape(len(members), 6)
+    v = np.array(subsets, dtype=bool).reshape(len(subsets), 6)
+    want = [any(s.any() and not (s & ~row).any() for s in v) for row in q]
+    assert _contains_some(q, v).tolist() == want

@@ -531,6 +531,7 @@ def linear_determined(m: BlockModel, members: np.ndarray, mult: np.ndarray) -> n
 LAMBDA_DENOMINATOR = 720  # rationals tried for the combination (2..6 and their products)
 BATCH_SLICE_S = 1.0  # seconds of the first batched round before some per-claim solves
 EACH_CHUNK = 8  # per-claim questions settled between two batched rounds
+NEGATIVE_CHUNK = 64  # "at least one" questions per refute call, most specific first
 
 
 def _refute_each(m: BlockModel, members: np.ndarray, mult: np.ndarray, status: np.ndarray,
@@ -713,10 +714,48 @@ def _negative_claims(m: BlockModel, claim_sets: list[np.ndarray], verified_ids: 
     ids = (present << MULT_BITS) | 1
     members = claim_members(m, ids)
     groups = _group(members, np.ones(len(ids), dtype=np.int64))
-    gstatus = refute(m, groups.members, groups.mult, mode="ge", end=end,
-                     workers=options.workers, seed=options.seed, known=sols)
+    gstatus = np.full(len(groups.mult), -1, dtype=np.int8)
+    verified_mult = verified_ids & ((1 << MULT_BITS) - 1)
+    if len(verified_ids):
+        gstatus[_contains_some(groups.members,
+                               claim_members(m, verified_ids[verified_mult >= 1]))] = 1
+    # the most specific questions first: each one proven settles every question containing it
+    found: list[np.ndarray] = []
+    size = groups.members.sum(axis=1)
+    while (gstatus == -1).any():
+        left = _left(end)
+        if left is not None and left <= 0:
+            break
+        open_ = np.flatnonzero(gstatus == -1)
+        chunk = open_[np.argsort(size[open_], kind="stable")[:NEGATIVE_CHUNK]]
+        gstatus[chunk] = refute(m, groups.members[chunk], groups.mult[chunk], mode="ge",
+                                end=end, workers=options.workers, seed=options.seed,
+                                known=[*sols, *found], witnesses=found)
+        proven = chunk[gstatus[chunk] == 1]
+        if len(proven):
+            settled = _contains_some(groups.members, groups.members[proven])
+            gstatus[settled & (gstatus == -1)] = 1
     status = gstatus[groups.of_claim]
     return [decode_claim(int(i)) for i in ids[status == 1]], int((status == -1).sum())
+
+
+def _contains_some(members: np.ndarray, subsets: np.ndarray) -> np.ndarray:
+    """Which rows of ``members`` contain at least one row of ``subsets`` (as sets of types).
+
+    The claim lattice for "at least one": if every consistent block has count >= 1 on a
+    subset of a question's types (a verified claim with m >= 1, or a proven question), the
+    question's count is at least as large, so it is proven by set inclusion, no solve.
+    """
+    out = np.zeros(len(members), dtype=bool)
+    if len(subsets) == 0 or len(members) == 0:
+        return out
+    v = sp.csr_matrix(np.unique(subsets, axis=0).astype(np.int32))
+    q = sp.csr_matrix(members.astype(np.int32))
+    shared = (v @ q.T).tocoo()  # |V & Q| for every pair that meets
+    size = np.asarray(v.sum(axis=1)).ravel()
+    inside = (shared.data == size[shared.row]) & (size[shared.row] > 0)
+    out[np.unique(shared.col[inside])] = True
+    return out
 
 
 def _negative_trivial(claim: Claim, values: np.ndarray) -> bool:
