@@ -247,3 +247,28 @@ def test_lattice_inclusion_matches_brute_force(members: list[list[bool]],
     v = np.array(subsets, dtype=bool).reshape(len(subsets), 6)
     want = [any(s.any() and not (s & ~row).any() for s in v) for row in q]
     assert _contains_some(q, v).tolist() == want
+
+
+def test_negative_claims_settled_by_the_lattice_equal_the_oracle(monkeypatch) -> None:
+    """Blocks where the claim lattice (not a solve) proves some "at least one" questions:
+    the negative claims are still exactly the brute-force oracle's."""
+    from statrecon.engines import claims
+
+    real = claims._contains_some
+    settled: list[int] = []
+
+    def counting(members: np.ndarray, subsets: np.ndarray) -> np.ndarray:
+        out = real(members, subsets)
+        settled.append(int(out.sum()))
+        return out
+
+    monkeypatch.setattr(claims, "_contains_some", counting)
+    for seed in (9, 11):
+        settled.clear()
+        release = BlockRelease("b", tabulate_types(tiny_block(seed, 3)))
+        datasets = consistent_datasets(release)
+        assert datasets is not None
+        _, want_negative = oracle_claims(datasets)
+        got = verify_block(release, ClaimsOptions(k_solutions=10, seed=seed))
+        assert sum(settled) >= 1  # the lattice did prove something here
+        assert {(c.columns, c.values) for c in got.negative} == want_negative

@@ -11,16 +11,9 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 from rich.table import Table
 
+from statrecon.commands.progress import work_bar
 from statrecon.errors import InconsistentReleaseError, StatreconError
 
 census_app = typer.Typer(
@@ -95,14 +88,11 @@ def reconstruct(
     n_workers = workers or os.cpu_count() or 1
     options = CensusOptions(time_limit=time_limit, certify=certify)
     err = Console(stderr=True)
-    columns = (TextColumn("[bold]tracts"), BarColumn(), MofNCompleteColumn(),
-               TextColumn("{task.fields[persons]:,} persons"), TimeElapsedColumn(),
-               TextColumn("ETA"), TimeRemainingColumn())
-    with Progress(*columns, console=err, disable=as_json or not err.is_terminal) as bar:
-        task = bar.add_task("tracts", total=None, persons=0)
+    with work_bar(err, "tracts", "persons", quiet=as_json) as bar:
+        task = bar.add_task("tracts", total=None, count=0)
 
         def progress(done: int, total: int, persons: int) -> None:
-            bar.update(task, completed=done, total=total, persons=persons)
+            bar.update(task, completed=done, total=total, count=persons)
 
         summary = reconstruct_release(rel, out, workers=n_workers, executor=executor,
                                       options=options, progress=progress)

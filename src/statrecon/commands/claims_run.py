@@ -18,16 +18,9 @@ from typing import Annotated, Any
 import numpy as np
 import typer
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 from rich.table import Table
 
+from statrecon.commands.progress import work_bar
 from statrecon.errors import StatreconError
 
 EXIT_UNKNOWN = 3
@@ -121,27 +114,20 @@ def read_tables(path: Path) -> dict[str, np.ndarray]:
     return out
 
 
-def _progress_bar(err: Console, quiet: bool) -> Progress:
-    return Progress(TextColumn("[progress.description]{task.description}"), BarColumn(),
-                    MofNCompleteColumn(), TextColumn("{task.fields[claims]} claims"),
-                    TimeElapsedColumn(), TimeRemainingColumn(), console=err,
-                    disable=quiet or not err.is_terminal)
-
-
 def run_with_progress(tasks: list[Any], shared: Any, *, workers: int, executor: str | None,
                       store: Path | None, quiet: bool) -> list[dict[str, Any]]:
     from statrecon.census.household_run import run_blocks
 
     err = Console(stderr=True)
     records: list[dict[str, Any]] = []
-    with _progress_bar(err, quiet) as bar:
-        task = bar.add_task("blocks", total=len(tasks), claims=0)
+    with work_bar(err, "blocks", "claims", quiet=quiet) as bar:
+        task = bar.add_task("blocks", total=len(tasks), count=0)
         claims = 0
 
         def progress(rec: dict[str, Any]) -> None:
             nonlocal claims
             claims += sum(not c["trivial"] for c in rec["claims"])
-            bar.update(task, advance=1, claims=claims)
+            bar.update(task, advance=1, count=claims)
 
         records = list(run_blocks(tasks, shared, workers=workers, executor=executor,
                                   store=store, progress=progress))
