@@ -148,23 +148,25 @@ _register_subcommands()
 
 def main() -> None:
     """Console entry point: user mistakes print one line and exit 1, never a traceback."""
+    from statrecon.report import safe_text  # user text in messages: no terminal escapes
+
     err = Console(stderr=True)
     # No arguments: show the help (typer's no-args error has an empty message).
     args = sys.argv[1:] or ["--help"]
     try:
         code = app(args=args, standalone_mode=False)
     except InconsistentReleaseError as e:
-        err.print(f"[bold red]inconsistent release:[/] {escape(str(e))}", highlight=False,
+        err.print(f"[bold red]inconsistent release:[/] {escape(safe_text(e))}", highlight=False,
                   soft_wrap=True)
         sys.exit(EXIT_INFEASIBLE)
     except StatreconError as e:
         # Messages quote user text (ids, SQL, paths): print it literally, not as Rich markup.
-        err.print(f"[bold red]error:[/] {escape(str(e))}", highlight=False, soft_wrap=True)
+        err.print(f"[bold red]error:[/] {escape(safe_text(e))}", highlight=False, soft_wrap=True)
         sys.exit(EXIT_USER)
     except Exit as e:
         sys.exit(e.exit_code)
     except TyperException as e:
-        err.print(f"[bold red]error:[/] {escape(e.format_message())}", highlight=False,
+        err.print(f"[bold red]error:[/] {escape(safe_text(e.format_message()))}", highlight=False,
                   soft_wrap=True)
         sys.exit(EXIT_USER)
     except Abort:

@@ -30,7 +30,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from statrecon.engines.audit import ENGINES, AuditStep, Disclosure, StreamAuditor
+from statrecon.engines.audit import ENGINES, AuditStep, Disclosure, Domain, StreamAuditor
 from statrecon.errors import StatreconError
 from statrecon.release.known import PublicTable
 from statrecon.release.model import Release
@@ -46,6 +46,7 @@ from statrecon.release.statistic import (
     Suppressed,
     number_out,
 )
+from statrecon.report import safe_text
 
 EXIT_INCONSISTENT = 2
 _BATCH = 64  # statistics compiled per DuckDB run (a connection costs ~30 ms; huge IN lists
@@ -55,6 +56,10 @@ _JSON_KEYS = frozenset({"id", "sql", "value"})
 _ANCHOR_ID = "\x00anchor"  # a synthetic statistic that fixes which category COUNTs count
 _SHOWN_TERMS = 8  # certificate terms in the human view
 _SHOWN_RECORDS = 20  # determined records listed in the human summary
+_EXPONENT = re.compile(r"[eE][+-]?([\d_]+)")
+_MAX_EXPONENT = 400  # a decimal exponent past it is no double (and 10**n would be costly)
+_MAX_LINE = 1 << 20  # bytes in one stream line (a statistic with a long IN list fits)
+_BOM = "\ufeff"
 
 
 @dataclass(frozen=True)
@@ -114,10 +119,31 @@ def parse_line(text: str, line: int, where: str, schema: Any) -> _Entry | None:
 def _number(text: str, where: str) -> Fraction:
     if not text:
         raise StatreconError(f"{where}: no answer after the last ';'")
+    exponent = _EXPONENT.search(text)
+    digits = exponent.group(1).replace("_", "").lstrip("0") if exponent else ""
+    if len(digits) > 4 or (digits and int(digits) > _MAX_EXPONENT):  # 1e999999999: 10**n
+        raise StatreconError(f"{where}: answer {_shown(text)} is out of range (decimal "
+                             f"exponents beyond ±{_MAX_EXPONENT} are refused)")
     try:
-        return Fraction(text)
+        value = Fraction(text)
     except (ValueError, ZeroDivisionError):
-        raise StatreconError(f"{where}: answer {text!r} is not a number") from None
+        raise StatreconError(f"{where}: answer {_shown(text)} is not a number") from None
+    return _finite(value, _shown(text), where)
+
+
+def _finite(value: Fraction, text: str, where: str) -> Fraction:
+    """An answer a double can hold: the compiler computes with floats next to the rationals."""
+    try:
+        float(value)
+    except OverflowError:
+        raise StatreconError(f"{where}: answer {text} is out of range (at most about 1e308 in "
+                             "magnitude)") from None
+    return value
+
+
+def _shown(text: str) -> str:
+    """A user's number in a message: quoted, and cut short when absurdly long."""
+    return repr(text if len(text) <= 40 else text[:40] + "…")
 
 
 def _json_line(s: str, line: int, where: str) -> tuple[str, str, Fraction]:
@@ -125,6 +151,10 @@ def _json_line(s: str, line: int, where: str) -> tuple[str, str, Fraction]:
         data = json.loads(s)
     except json.JSONDecodeError as e:
         raise StatreconError(f"{where}: malformed JSON: {e.msg} (column {e.colno})") from None
+    except ValueError as e:  # an integer past Python's digit limit
+        raise StatreconError(f"{where}: malformed JSON: {e}".split(";")[0]) from None
+    except RecursionError:
+        raise StatreconError(f"{where}: malformed JSON: nested too deeply") from None
     if not isinstance(data, dict):
         raise StatreconError(f"{where}: a JSON line is an object {{\"id\", \"sql\", \"value\"}}")
     extra = sorted(set(data) - _JSON_KEYS)
@@ -142,15 +172,47 @@ def _json_line(s: str, line: int, where: str) -> tuple[str, str, Fraction]:
         sid = str(sid)
     if not isinstance(sid, str) or not sid:
         raise StatreconError(f"{where}: 'id' must be a non-empty string")
-    return sid, sql, Fraction(repr(value)) if isinstance(value, float) else Fraction(value)
+    exact = Fraction(repr(value)) if isinstance(value, float) else Fraction(value)
+    return sid, sql, _finite(exact, str(value) if len(str(value)) <= 40 else "(too long)",
+                             where)
+
+
+def _decode(raw: bytes, number: int, src: str) -> str:
+    """One stream line as text: UTF-8, without the byte order mark some editors write."""
+    if len(raw) > _MAX_LINE:
+        raise StatreconError(f"{src}:{number}: line longer than {_MAX_LINE} bytes")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise StatreconError(f"{src}:{number}: not UTF-8 text") from None
+    return text.removeprefix(_BOM) if number == 1 else text
 
 
 def _file_lines(path: Path) -> Iterator[list[tuple[int, str]]]:
-    from statrecon.release.files import read_text_file
-
-    lines = list(enumerate(read_text_file(path).splitlines(), start=1))
-    for start in range(0, len(lines), _BATCH):
-        yield lines[start:start + _BATCH]
+    """A stream file a batch at a time, never whole in memory, each line bounded."""
+    try:
+        handle = path.open("rb")
+    except FileNotFoundError:
+        raise StatreconError(f"{path}: no such file") from None
+    except OSError as e:
+        raise StatreconError(f"{path}: cannot read: {e.strerror or e}") from None
+    with handle:
+        batch: list[tuple[int, str]] = []
+        number = 0
+        while True:
+            try:
+                raw = handle.readline(_MAX_LINE + 1)
+            except OSError as e:
+                raise StatreconError(f"{path}: cannot read: {e.strerror or e}") from None
+            if not raw:
+                break
+            number += 1
+            batch.append((number, _decode(raw.removesuffix(b"\n"), number, str(path))))
+            if len(batch) >= _BATCH:
+                yield batch
+                batch = []
+        if batch:
+            yield batch
 
 
 def _stdin_lines() -> Iterator[list[tuple[int, str]]]:
@@ -160,16 +222,11 @@ def _stdin_lines() -> Iterator[list[tuple[int, str]]]:
         fd = sys.stdin.fileno()
     except (AttributeError, OSError, ValueError):  # no real descriptor (embedded use)
         lines = sys.stdin.read().splitlines()
+        if lines:
+            lines[0] = lines[0].removeprefix(_BOM)
         yield list(enumerate(lines, start=1))
         return
     buf, number, pending = b"", 0, []
-
-    def decode(raw: bytes) -> str:
-        try:
-            return raw.decode("utf-8")
-        except UnicodeDecodeError:
-            raise StatreconError(f"<stdin>:{number}: not UTF-8 text") from None
-
     while True:
         chunk = os.read(fd, 1 << 16)
         if not chunk:
@@ -178,14 +235,16 @@ def _stdin_lines() -> Iterator[list[tuple[int, str]]]:
         *complete, buf = buf.split(b"\n")
         for raw in complete:
             number += 1
-            pending.append((number, decode(raw)))
+            pending.append((number, _decode(raw, number, "<stdin>")))
+        if len(buf) > _MAX_LINE:
+            _decode(buf, number + 1, "<stdin>")  # raises: a line without end
         more, _, _ = select.select([fd], [], [], 0)
         if pending and (not more or len(pending) >= _BATCH):
             yield pending
             pending = []
     if buf:
         number += 1
-        pending.append((number, decode(buf)))
+        pending.append((number, _decode(buf, number, "<stdin>")))
     if pending:
         yield pending
 
@@ -306,6 +365,12 @@ def _combination_text(terms: tuple[tuple[str, Fraction], ...]) -> str:
     return " ".join(parts)
 
 
+def _value_text(v: Fraction) -> str:
+    """A number for a person: exact while short, else about 6 significant digits."""
+    exact = _frac_text(v)
+    return exact if len(exact) <= 24 else f"≈{float(v):.6g}"
+
+
 def _number_json(v: Fraction) -> int | float:
     return number_out(v)
 
@@ -314,8 +379,9 @@ class _Report:
     """Human (Rich) or JSON-lines output, plus the counts for the summary."""
 
     def __init__(self, console: Console, as_json: bool, show_values: bool,
-                 public: PublicTable, compiler: _Compiler) -> None:
+                 public: PublicTable, compiler: _Compiler, domain: Domain) -> None:
         self.console = console
+        self.auditor_domain = domain
         self.as_json = as_json
         self.show_values = show_values
         self.public = public
@@ -381,6 +447,9 @@ class _Report:
                 "conflict": [self.term_json(s, k) for s, k in step.conflict] if step else [],
                 "discrepancy": None if step is None or step.discrepancy is None
                 else _number_json(step.discrepancy),
+                "outside": self.record_json(step.outside) if step and step.outside else None,
+                "attainable": None if step is None or step.attainable is None
+                else [None if v is None else _number_json(v) for v in step.attainable],
             }
             if c.note:
                 data["note"] = c.note
@@ -389,25 +458,46 @@ class _Report:
             return
         styles = {"accepted": "green", "denied": "yellow", "inconsistent": "bold red",
                   "skipped": "dim"}
-        head = f"[{styles[status]}]{status:<12}[/] {escape(e.stat.id)}"
+        head = f"[{styles[status]}]{status:<12}[/] {_markup(e.stat.id)}"
         if step is None:
-            self.console.print(f"{head}  [dim]{escape(c.note)}[/]")
+            self.console.print(f"{head}  [dim]{_markup(c.note)}[/]")
             return
         tail = f"  rank {step.rank}"
         if c.note:
-            tail += f"  [dim]{escape(c.note)}[/]"
+            tail += f"  [dim]{_markup(c.note)}[/]"
         for d in step.newly_determined:
-            tail += f"\n  [bold red]discloses[/] {escape(self.record_text(d))}"
+            tail += f"\n  [bold red]discloses[/] {_markup(self.record_text(d))}"
         for d in step.would_disclose:
-            tail += f"\n  [yellow]would disclose[/] {escape(self.record_text(d))}"
+            tail += f"\n  [yellow]would disclose[/] {_markup(self.record_text(d))}"
         if status == "inconsistent":
-            gap = (f"answers add up to {number_out(step.discrepancy)}"
-                   if step.discrepancy is not None else "answers do not add up to 0")
-            names = _combination_text(step.conflict) if any(k for _, k in step.conflict) \
-                else ", ".join(s for s, _ in step.conflict)
-            tail += (f"\n  [red]contradiction[/]: {escape(names)} is 0 on every record, but "
-                     f"its {gap}")
+            tail += f"\n  [red]contradiction[/]: {_markup(self.contradiction(c, step))}"
         self.console.print(head + tail, soft_wrap=True)
+
+    def contradiction(self, c: _Compiled, step: AuditStep) -> str:
+        """Why no dataset fits: statistics that cancel, a record pinned outside the domain,
+        or an answer the domain cannot produce."""
+        names = _combination_text(step.conflict) if any(k for _, k in step.conflict) \
+            else ", ".join(s for s, _ in step.conflict)
+        domain = f"the domain of {self.compiler.secret_name} ({self.domain_text()})"
+        if step.outside is not None and step.outside.value is not None:
+            return (f"{names} pins record {step.outside.index + 1} to "
+                    f"{_value_text(step.outside.value)}, outside {domain}")
+        if step.attainable is not None:
+            lo, hi = step.attainable
+            span = (f"{'-inf' if lo is None else _value_text(lo)}.."
+                    f"{'inf' if hi is None else _value_text(hi)}")
+            whole = " and a whole number" if self.auditor_domain.integral else ""
+            return (f"{names} is {span}{whole} on every dataset in {domain}, but adds up to "
+                    f"{_value_text(c.answer or Fraction(0))} as published")
+        gap = (f"answers add up to {number_out(step.discrepancy)}"
+               if step.discrepancy is not None else "answers do not add up to 0")
+        return f"{names} is 0 on every record, but its {gap}"
+
+    def domain_text(self) -> str:
+        d = self.auditor_domain
+        lo = "-inf" if d.lower is None else _frac_text(d.lower)
+        hi = "inf" if d.upper is None else _frac_text(d.upper)
+        return f"{lo}..{hi}" + (", whole numbers" if d.integral else "")
 
     def summary(self, auditor: StreamAuditor, elapsed: float) -> None:
         determined = auditor.determined
@@ -442,20 +532,48 @@ class _Report:
             more = f" … and {len(determined) - _SHOWN_RECORDS} more" if len(
                 determined) > _SHOWN_RECORDS else ""
             self.console.print(f"[bold red]{len(determined)} record(s) determined[/] "
-                               f"({escape(self.compiler.secret_name)} pinned exactly): "
+                               f"({_markup(self.compiler.secret_name)} pinned exactly): "
                                f"{shown}{more}", soft_wrap=True)
         else:
             self.console.print("[green]no record is determined[/] by the accepted statistics")
         if self.switched_at is not None:
             self.console.print(
                 f"[dim]note: exact rationals grew expensive at statistic "
-                f"'{escape(self.switched_at)}'; later statistics were decided modulo two random "
+                f"'{_markup(self.switched_at)}'; later statistics were decided modulo two random "
                 "primes (disclosures and contradictions still proven exactly; a missed "
                 "disclosure needs both primes to divide one number of the elimination)[/]",
                 soft_wrap=True)
         elif auditor.engine == "modular":
             self.console.print("[dim]note: decided modulo two random primes (disclosures and "
                                "contradictions proven exactly)[/]", soft_wrap=True)
+
+
+def secret_domain(release: Release) -> Domain:
+    """The secret column's declared domain as the auditor sees its unknowns: a categorical
+    secret's unknown is a 0/1 indicator, an integer column takes whole numbers."""
+    from statrecon.engines.linear_model import secret_column
+    from statrecon.release.statistic import fraction_of
+
+    col = secret_column(release)
+    if col.is_categorical:
+        return Domain(Fraction(0), Fraction(1), integral=True)
+
+    def bound(v: float | None) -> Fraction | None:
+        return None if v is None or not math.isfinite(v) else fraction_of(v)
+
+    return Domain(bound(col.min), bound(col.max), integral=col.is_integer)
+
+
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # replaced or closed stream
+        return False
+
+
+def _markup(text: object) -> str:
+    """User text (ids, SQL, public values) in Rich markup: literal, and no terminal escapes."""
+    return escape(safe_text(text))
 
 
 def _plain(v: Any) -> Any:
@@ -497,8 +615,10 @@ def audit_stream(
         raise StatreconError(f"{release}: audit-stream needs the public table (--public FILE, "
                              "or 'public:' in the release)")
     compiler = _Compiler(rel, table)
-    auditor = StreamAuditor(table.rows, engine=engine)  # type: ignore[arg-type]
-    report = _Report(Console(highlight=False), as_json, show_values, table, compiler)
+    domain = secret_domain(rel)
+    auditor = StreamAuditor(table.rows, engine=engine,  # type: ignore[arg-type]
+                            domain=domain)
+    report = _Report(Console(highlight=False), as_json, show_values, table, compiler, domain)
     seen: dict[str, str] = {}
 
     def run(entries: list[_Entry], error: StatreconError | None) -> None:
@@ -531,6 +651,10 @@ def audit_stream(
         own.append(entry)
     run(own, None)
     src = "<stdin>" if input_ == "-" else input_
+    if input_ == "-" and _is_terminal(sys.stdin):
+        Console(stderr=True, highlight=False).print(
+            "reading statistics from stdin, one per line ('\\[id:] SELECT ... ; answer'); "
+            "end with Ctrl-D", style="dim", soft_wrap=True)
     batches = _stdin_lines() if input_ == "-" else _file_lines(Path(input_))
     for batch in batches:
         entries: list[_Entry] = []

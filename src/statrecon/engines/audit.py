@@ -92,6 +92,12 @@ class AuditStep:
     cancel exactly while their answers add up to ``discrepancy`` (not 0; None, with zero
     coefficients naming the statistics involved, only when a modular conflict is too large to
     rebuild exactly). Only accepted statistics enter the row space.
+
+    With a ``Domain`` two more contradictions are ``inconsistent``: ``outside`` is a record the
+    statistics would pin to a value the domain excludes (``conflict`` is then its certificate,
+    ``discrepancy`` None), and ``attainable`` is the range the statistic alone can take over the
+    domain when its answer lies outside it or is a fraction where only whole numbers add up
+    (``conflict`` names the statistic alone).
     """
 
     stat_id: str
@@ -103,6 +109,46 @@ class AuditStep:
     would_disclose: tuple[Disclosure, ...] = ()
     conflict: tuple[tuple[str, Fraction], ...] = ()
     discrepancy: Fraction | None = None
+    outside: Disclosure | None = None
+    attainable: tuple[Fraction | None, Fraction | None] | None = None
+
+
+@dataclass(frozen=True)
+class Domain:
+    """What every record's secret may be: ``lower``..``upper`` (None: unbounded), and whether
+    only whole numbers (integer and categorical columns). Linear algebra alone ignores it; a
+    statistic the domain cannot produce, or a record pinned outside it, is a contradiction."""
+
+    lower: Fraction | None = None
+    upper: Fraction | None = None
+    integral: bool = False
+
+    def __post_init__(self) -> None:
+        if self.lower is not None and self.upper is not None and self.lower > self.upper:
+            raise ValueError(f"empty domain {self.lower}..{self.upper}")
+
+    def contains(self, value: Fraction) -> bool:
+        return ((self.lower is None or value >= self.lower)
+                and (self.upper is None or value <= self.upper)
+                and (not self.integral or value.denominator == 1))
+
+    def span(self, row: Mapping[int, Num]) -> tuple[Fraction | None, Fraction | None]:
+        """The smallest and largest ``sum(row[j] * x[j])`` over the domain (None: unbounded)."""
+        low: Fraction | None = Fraction(0)
+        high: Fraction | None = Fraction(0)
+        for c in row.values():
+            small, big = (self.lower, self.upper) if c > 0 else (self.upper, self.lower)
+            low = None if low is None or small is None else low + c * small
+            high = None if high is None or big is None else high + c * big
+        return low, high
+
+    def attains(self, row: Mapping[int, Num], answer: Fraction) -> bool:
+        """Whether some point of the domain gives this answer (bounds, and whole numbers)."""
+        low, high = self.span(row)
+        if (low is not None and answer < low) or (high is not None and answer > high):
+            return False
+        whole = all(type(c) is int for c in row.values())
+        return not (self.integral and whole and answer.denominator != 1)
 
 
 class _Unlucky(Exception):
@@ -525,13 +571,15 @@ class StreamAuditor:
     (1, Fraction(26, 5), [('q1', 1), ('q2', -1), ('q3', -1)])
     """
 
-    def __init__(self, n: int, engine: Engine = "auto", seed: int | None = None) -> None:
+    def __init__(self, n: int, engine: Engine = "auto", seed: int | None = None,
+                 domain: Domain | None = None) -> None:
         if n < 0:
             raise ValueError(f"n must be >= 0, got {n}")
         if engine not in ENGINES:
             raise ValueError(f"unknown engine {engine!r} (choose from {', '.join(ENGINES)})")
         self.n = n
         self.mode = engine
+        self.domain = domain
         # Unpredictable primes by default: a query author must not be able to aim at them.
         self._rng = random.Random(seed) if seed is not None else random.SystemRandom()
         self._ids: list[str] = []  # every statistic seen, accepted or not (certificates name them)
@@ -628,8 +676,11 @@ class StreamAuditor:
     def _step(self, extra: _Extra, deny: bool) -> AuditStep:
         idx, r, ans = extra
         sid = self._ids[idx]
-        probe = self._basis.probe(r, ans, idx)
         name = self._basis.name
+        if self.domain is not None and not self.domain.attains(r, ans):
+            return AuditStep(sid, "inconsistent", self.rank, False, name,
+                             conflict=((sid, Fraction(1)),), attainable=self.domain.span(r))
+        probe = self._basis.probe(r, ans, idx)
         if probe.kind == "inconsistent":
             combo, gap = self._conflict(probe, extra)
             # the new statistic first (coefficient 1), then the earlier ones in stream order
@@ -638,6 +689,10 @@ class StreamAuditor:
             return AuditStep(sid, "inconsistent", self.rank, False, name, conflict=named,
                              discrepancy=gap)
         disclosed = tuple(self._disclosure(probe, j, extra) for j in probe.disclosed)
+        outside = self._outside(disclosed)
+        if outside is not None:  # no dataset fits: like an algebraic contradiction, not added
+            return AuditStep(sid, "inconsistent", self.rank, True, name,
+                             conflict=outside.certificate, outside=outside)
         if deny and disclosed:
             return AuditStep(sid, "denied", self.rank, True, name, would_disclose=disclosed)
         self._rows[idx], self._answers[idx] = r, ans
@@ -646,6 +701,13 @@ class StreamAuditor:
             self._determined[d.index] = d
         return AuditStep(sid, "accepted", self.rank, probe.kind == "independent", name,
                          newly_determined=disclosed)
+
+    def _outside(self, disclosed: tuple[Disclosure, ...]) -> Disclosure | None:
+        """The first proven disclosure whose value the domain excludes."""
+        if self.domain is None:
+            return None
+        return next((d for d in disclosed if d.proven and d.value is not None
+                     and not self.domain.contains(d.value)), None)
 
     def _clean(self, row: Mapping[int, int | Fraction]) -> Row:
         out: Row = {}

@@ -11,11 +11,13 @@ from typing import Any
 
 import numpy as np
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from statrecon.engines.linear import LinearResult
 from statrecon.errors import StatreconError
 from statrecon.release.known import read_table
+from statrecon.report import safe_text
 
 
 def _number(v: Fraction) -> int | float:
@@ -126,30 +128,37 @@ def render(result: LinearResult, console: Console, data: dict[str, Any]) -> None
                   + (f", rank {det.rank}" if det is not None else "")
                   + f"; method {result.method}; {result.elapsed_s:.2f} s")
     if det is not None and not det.consistent:
-        console.print("Conflicting statistics: " + ", ".join(data.get("conflict", [])))
+        console.print("Conflicting statistics: "
+                      + _markup(", ".join(data.get("conflict", []))))
     if det is not None and det.determined:
-        t = Table(title=f"Proven: {len(det.determined)} record(s) of {name}")
+        t = Table(title=f"Proven: {len(det.determined)} record(s) of {_markup(name)}")
         t.add_column("record")
-        t.add_column(name, justify="right")
+        t.add_column(_markup(name), justify="right")
         t.add_column("certificate (combination of statistics)")
         for entry in data["determined"][:50]:
             cert = " ".join(f"{'+' if c['coefficient'] > 0 else '-'} "
                             f"{_coef(abs(c['coefficient']))}{c['statistic']}"
                             for c in entry["certificate"])
-            t.add_row(str(entry["index"] + 1), str(entry["value"]), cert.lstrip("+ "))
+            t.add_row(str(entry["index"] + 1), _markup(entry["value"]),
+                      _markup(cert.lstrip("+ ")))
         console.print(t)
         if len(det.determined) > 50:
             console.print(f"... and {len(det.determined) - 50} more (use --json)")
     elif det is not None and det.consistent:
         console.print("No record is pinned by the exact statistics alone.")
-    console.print(f"Estimate of {name} ({result.method}, an estimate, not a proof): "
+    console.print(f"Estimate of {_markup(name)} ({result.method}, an estimate, not a proof): "
                   f"residual {result.residual:.4g}")
     if "accuracy" in data:
         console.print(f"Against the truth: accuracy {data['accuracy']:.2%}"
                       + (f", mean absolute error {data['mean_absolute_error']:.4g}"
                          if "mean_absolute_error" in data else ""))
     for note in result.notes:
-        console.print(f"note: {note}")
+        console.print(f"note: {_markup(note)}")
+
+
+def _markup(text: object) -> str:
+    """User text (ids, values, column names) as literal Rich markup without terminal escapes."""
+    return escape(safe_text(text))
 
 
 def _coef(c: float) -> str:
@@ -163,7 +172,7 @@ def render_estimate(data: dict[str, Any], console: Console) -> None:
         return
     t = Table(title="Estimate (public columns, estimated secret)")
     for name in rows[0]:
-        t.add_column(name)
+        t.add_column(_markup(name))
     for row in rows:
-        t.add_row(*(str(v) for v in row.values()))
+        t.add_row(*(_markup(v) for v in row.values()))
     console.print(t)

@@ -9,6 +9,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from statrecon.report import safe_text
 from statrecon.result import ReconstructionResult, Row
 
 _STYLE = {"unique": "bold red", "multiple": "bold yellow", "infeasible": "bold magenta",
@@ -51,11 +52,11 @@ def rows_table(title: str, columns: tuple[str, ...], rows: list[Row],
                counts: list[int] | None = None) -> Group:
     table = Table(show_edge=False)
     for c in columns:
-        table.add_column(Text(c), justify="right")
+        table.add_column(Text(safe_text(c)), justify="right")
     if counts is not None:
         table.add_column("times", justify="right")
     for i, row in enumerate(rows):
-        cells = [Text(str(row[c])) for c in columns]  # Text: user values are never markup
+        cells = [Text(safe_text(row[c])) for c in columns]  # never markup, no escapes
         if counts is not None:
             cells.append(Text(str(counts[i])))
         table.add_row(*cells)
@@ -73,9 +74,9 @@ def cells_table(result: ReconstructionResult) -> Group:
     unknown = [c for c in result.columns if c not in known]
     table = Table(show_edge=False)
     for c in [*known, *unknown]:
-        table.add_column(Text(c), justify="right")
+        table.add_column(Text(safe_text(c)), justify="right")
     for row in by_row.values():
-        table.add_row(*(Text(str(row.get(c, "·"))) for c in [*known, *unknown]))
+        table.add_row(*(Text(safe_text(row.get(c, "·"))) for c in [*known, *unknown]))
     return Group(Text("Values proven for individual public rows (· = not determined)",
                       style="bold"), table)
 
@@ -85,7 +86,7 @@ def render(result: ReconstructionResult, console: Console, *, n_stats: int,
     console.print(headline(result, n_stats))
     if result.status == "infeasible":
         label = "A smallest conflicting set" if result.conflict_minimal else "A conflicting set"
-        console.print(Panel(Text(", ".join(result.conflict) or "(none found)"),
+        console.print(Panel(Text(safe_text(", ".join(result.conflict)) or "(none found)"),
                             title=f"{label}: these cannot all hold", expand=False))
         return
     if result.status == "unknown" and not result.solutions:
@@ -115,13 +116,14 @@ def render(result: ReconstructionResult, console: Console, *, n_stats: int,
         values.add_column("column")
         values.add_column("possible values")
         for c, vs in result.column_values.items():
-            values.add_row(Text(c), Text(compress(vs)))
+            values.add_row(Text(safe_text(c)), Text(safe_text(compress(vs))))
         console.print(values)
         if not result.certain_complete:
             console.print(Text("The time limit cut the proofs short: more rows may be certain "
                                "and fewer values possible than listed.", style="yellow"))
     notes = []
     if result.ignored:
-        notes.append("noisy statistics ignored by the exact engine: " + ", ".join(result.ignored))
+        notes.append("noisy statistics ignored by the exact engine: "
+                     + safe_text(", ".join(result.ignored)))
     notes.append(f"{result.elapsed_s:.2f} s")
     console.print(Group(*(Text(n, style="dim") for n in notes)))
