@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -18,6 +19,7 @@ from statrecon.mechanisms import (
     ExactMechanism,
     Gaussian,
     Laplace,
+    MechanismError,
     MechanismOutput,
     Rounding,
     Subsampling,
@@ -191,6 +193,17 @@ def test_parameter_validation() -> None:
     ):
         with pytest.raises(ValueError):
             make()
+
+
+@pytest.mark.parametrize("scale", [-1, -0.0001, float("nan"), float("inf"), float("-inf"),
+                                   True, "2", None])
+@pytest.mark.parametrize("make", [Gaussian, Laplace, BoundedUniform, DiffixLike, Rounding,
+                                  Subsampling])
+def test_scales_that_are_no_finite_number_are_refused(make: Any, scale: Any) -> None:
+    """Issue 12: a negative, NaN or infinite noise scale must never be taken silently."""
+    with pytest.raises(MechanismError) as info:
+        make(scale)
+    assert "must be" in str(info.value) and "\n" not in str(info.value)
 
 
 # --- Diffix -----------------------------------------------------------------------------------

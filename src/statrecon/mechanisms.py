@@ -114,7 +114,14 @@ def _fmt(x: float) -> str:
     return f"{x:g}"
 
 
+def _require_real(name: str, what: str, value: object) -> None:
+    """A scale is a plain real number: not a boolean (True would read as 1), not a string."""
+    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+        raise MechanismError(f"{name}: {what} must be a number, got {value!r}")
+
+
 def _require_nonnegative(name: str, what: str, value: float) -> None:
+    _require_real(name, what, value)
     if not math.isfinite(value) or value < 0:
         raise MechanismError(f"{name}: {what} must be a finite number >= 0, got {value!r}")
 
@@ -145,6 +152,7 @@ class Rounding:
     base: float
 
     def __post_init__(self) -> None:
+        _require_real("rounding", "base", self.base)
         if not math.isfinite(self.base) or self.base <= 0:
             raise MechanismError(f"rounding: base must be a finite number > 0, got {self.base!r}")
 
@@ -270,6 +278,7 @@ class Subsampling:
     with_replacement: bool = False
 
     def __post_init__(self) -> None:
+        _require_real("subsample", "rate", self.rate)
         if not math.isfinite(self.rate) or not 0 < self.rate <= 1:
             raise MechanismError(f"subsample: rate must be in (0, 1], got {self.rate!r}")
 
