@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from fractions import Fraction
 from pathlib import Path
@@ -322,8 +323,8 @@ def schema(tmp_path: Path) -> Path:
     """The hospital release without its statistics (the stream brings them)."""
     text = (EXAMPLES / "hospital.yaml").read_text(encoding="utf-8")
     head = text[:text.index("statistics:")]
-    head = head.replace("public: hospital_public.csv",
-                        f"public: {(EXAMPLES / 'hospital_public.csv').as_posix()}")
+    # the public table must lie in the release file's folder (issue 12)
+    shutil.copy(EXAMPLES / "hospital_public.csv", tmp_path / "hospital_public.csv")
     path = tmp_path / "hospital_schema.yaml"
     path.write_text(head + "statistics: []\n", encoding="utf-8")
     return path

@@ -91,10 +91,13 @@ def resolve_public(release: Release, public: PublicTable | str | Path | None
     """The public table given explicitly, else the one the release file names, else none."""
     if isinstance(public, PublicTable):
         return public
-    path = Path(public) if public is not None else release.public
-    if path is None:
+    if public is not None:
+        return load_public(Path(public), release.schema)
+    if release.public is None:
         return None
-    return load_public(path, release.schema)
+    if release.public_refusal is not None:
+        raise StatreconError(release.public_refusal)
+    return load_public(release.public, release.schema)
 
 
 def _bounds(spec: tuple[str, str], table: PublicTable, release: Release

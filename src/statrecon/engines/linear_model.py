@@ -17,6 +17,7 @@ from typing import Any, Literal
 import numpy as np
 import scipy.sparse as sp
 
+from statrecon.db import hardened, quote_identifier
 from statrecon.errors import StatreconError
 from statrecon.release.known import PublicTable
 from statrecon.release.model import Release
@@ -225,10 +226,9 @@ def evaluate_predicates(release: Release, public: PublicTable, sqls: list[str],
     import pandas as pd
 
     frame = pd.DataFrame({**public.columns, "__row": range(public.rows)})
-    con = duckdb.connect()
+    # Snippets are sqlglot re-generated; the connection cannot reach files, network, extensions.
+    con = hardened({release.schema.table: frame})
     try:
-        con.register("__public", frame)
-        con.execute(f'CREATE TEMP VIEW "{release.schema.table}" AS SELECT * FROM __public')
         out: list[np.ndarray] = [np.zeros(0, dtype=bool)] * len(sqls)
         distinct = {s: i for i, s in enumerate(sqls)}
         order = list(distinct)
@@ -260,7 +260,8 @@ def evaluate_predicates(release: Release, public: PublicTable, sqls: list[str],
 
 def _select(con: Any, table: str, batch: list[str]) -> list[np.ndarray | None]:
     exprs = ", ".join(f"CAST(({sql}) AS BOOLEAN) AS c{i}" for i, sql in enumerate(batch))
-    result = con.execute(f'SELECT {exprs} FROM "{table}" ORDER BY __row').fetchnumpy()
+    result = con.execute(f"SELECT {exprs} FROM {quote_identifier(table)} ORDER BY __row"
+                         ).fetchnumpy()
     cols: list[np.ndarray | None] = []
     for i in range(len(batch)):
         col = result[f"c{i}"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, Literal
@@ -9,7 +10,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, field_validator
 
-from statrecon.errors import ReleaseError
+from statrecon.db import check_identifier
+from statrecon.errors import ReleaseError, StatreconError
 from statrecon.release.model import Constraint, RecordCount, Release, SuppressionRule
 from statrecon.release.schema import Column, ColumnType, Schema
 from statrecon.release.sql import parse_predicate, parse_query
@@ -28,6 +30,16 @@ from statrecon.release.statistic import (
 
 Number = int | float
 NOISE_KINDS = ("gaussian", "laplace", "geometric", "uniform")
+# Column bounds beyond this are not a domain a record can have: the solvers work in 64-bit
+# integers and sums over many records must still fit, so 10**15 (about 2**50) is the limit.
+MAX_BOUND = 10**15
+
+
+def _finite(v: Any) -> Any:
+    """NaN and infinities are not published numbers (YAML reads .nan, .inf and 1e99999 so)."""
+    if isinstance(v, float) and not math.isfinite(v):
+        raise ValueError(f"{v} is not a finite number")
+    return v
 
 
 class _Strict(BaseModel):
@@ -41,10 +53,18 @@ class ColumnSpec(_Strict):
     values: list[StrictStr] | None = None
     known: bool = False
 
+    @field_validator("min", "max", mode="after")
+    @classmethod
+    def _bounded(cls, v: Any) -> Any:
+        _finite(v)
+        if v is not None and abs(v) > MAX_BOUND:
+            raise ValueError(f"{v} is beyond the supported range -10**15..10**15")
+        return v
+
 
 class RangeSpec(_Strict):
-    min: int = Field(ge=0)
-    max: int = Field(ge=0)
+    min: int = Field(ge=0, le=MAX_BOUND)
+    max: int = Field(ge=0, le=MAX_BOUND)
 
 
 class SuppressionSpec(_Strict):
@@ -71,6 +91,14 @@ class StatisticSpec(_Strict):
         if isinstance(v, bool):  # pydantic would read true as 1
             word = "yes/true" if v else "no/false"
             raise ValueError(f"YAML read a bare {word} as a boolean; a number is expected")
+        return _finite(v)
+
+    @field_validator("noise", mode="after")
+    @classmethod
+    def _positive_scale(cls, v: Any) -> Any:
+        for kind, scale in (v or {}).items():
+            if not (math.isfinite(scale) and scale > 0):
+                raise ValueError(f"noise scale {kind}: {scale} must be a positive finite number")
         return v
 
 
@@ -79,7 +107,24 @@ class ReleaseSpec(_Strict):
     name: StrictStr = "release"
     description: StrictStr | None = None
     table: StrictStr = "t"
-    records: int | RangeSpec | None = None
+
+    @field_validator("table", mode="after")
+    @classmethod
+    def _identifier(cls, v: str) -> str:
+        try:
+            return check_identifier(v, "table name")
+        except StatreconError as e:
+            raise ValueError(str(e)) from None
+
+    records: int | RangeSpec | None = Field(default=None, union_mode="left_to_right")
+
+    @field_validator("records", mode="after")
+    @classmethod
+    def _records_range(cls, v: Any) -> Any:
+        if isinstance(v, int) and v > MAX_BOUND:
+            raise ValueError(f"{v} records is beyond the supported {MAX_BOUND:,}")
+        return v
+
     public: StrictStr | None = None
     columns: dict[str, ColumnSpec]
     constraints: list[StrictStr] = []
@@ -132,6 +177,7 @@ def read_text_file(path: Path) -> str:
 def parse_release(text: str, source: Path | None = None) -> Release:
     where = str(source) if source else "<release>"
     try:
+        _reject_aliases(text, where)
         node = yaml.compose(text, Loader=yaml.SafeLoader)
         data = yaml.safe_load(text)
     except yaml.YAMLError as e:
@@ -152,6 +198,16 @@ def parse_release(text: str, source: Path | None = None) -> Release:
             f"{where}:{lines.line(loc)}: {_describe_loc(loc, data)}: {_describe_error(err)}"
         ) from None
     return _build(spec, lines, where, source)
+
+
+def _reject_aliases(text: str, where: str) -> None:
+    """No YAML anchors or aliases: a release never needs them, and a few hundred bytes of
+    nested aliases expand to billions of nodes (the 'billion laughs')."""
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+            line = event.start_mark.line + 1 if event.start_mark is not None else 1
+            raise ReleaseError(f"{where}:{line}: YAML anchors and aliases (&name, *name) are not "
+                               "allowed in a release file; write the values out")
 
 
 def _reject_duplicate_keys(node: yaml.Node | None, where: str) -> None:
@@ -209,8 +265,10 @@ def _build(spec: ReleaseSpec, lines: _Lines, where: str, source: Path | None) ->
     columns = []
     for name, c in spec.columns.items():
         loc = ("columns", name)
-        if not name.isidentifier():
-            raise fail(loc, f"column '{name}': names must be SQL identifiers")
+        try:
+            check_identifier(name, "column name")
+        except StatreconError as e:
+            raise fail(loc, str(e)) from None
         if c.type == "categorical":
             if not c.values:
                 raise fail(loc, f"column '{name}': categorical columns need 'values'")
@@ -284,12 +342,9 @@ def _build(spec: ReleaseSpec, lines: _Lines, where: str, source: Path | None) ->
             raise fail(stat_loc, f"{label}: {e}") from None
         statistics.append(statistic)
 
-    public = None
+    public, refusal = None, None
     if spec.public is not None:
-        base = source.parent if source is not None else Path.cwd()
-        public = (base / spec.public).resolve()
-    elif schema.known and source is None:
-        public = None
+        public, refusal = _public_path(spec.public, source, f"{where}:{lines.line(('public',))}")
     return Release(
         name=spec.name,
         schema=schema,
@@ -299,7 +354,27 @@ def _build(spec: ReleaseSpec, lines: _Lines, where: str, source: Path | None) ->
         suppression=suppression,
         source=source,
         public=public,
+        public_refusal=refusal,
     )
+
+
+def _public_path(text: str, source: Path | None, where: str) -> tuple[Path, str | None]:
+    """The release's ``public:`` table, and why it may not be read if it leaves the release
+    file's folder.
+
+    A release from a stranger must not make the tool read an arbitrary file of the user's
+    (``../../home/me/secrets.csv``, an absolute path, a symbolic link out): a table elsewhere is
+    given on the command line with ``--public``, which overrides this key.
+    """
+    base = (source.parent if source is not None else Path.cwd()).resolve()
+    if not text.strip() or "\x00" in text:
+        raise ReleaseError(f"{where}: public: an empty or invalid path")
+    target = (base / text).resolve()
+    if target.is_relative_to(base):
+        return target, None
+    shown = text if len(text) <= 80 else text[:80] + "..."
+    return target, (f"{where}: public: {shown!r} lies outside the release file's folder; give "
+                    "the table on the command line instead (--public FILE)")
 
 
 def _answer(s: StatisticSpec, rule: SuppressionRule | None) -> Answer | None:

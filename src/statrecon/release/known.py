@@ -6,16 +6,20 @@ and never see SQL or files.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from statrecon.db import hardened, quote_identifier
 from statrecon.errors import ReleaseError, StatreconError
 from statrecon.release.model import Release
 from statrecon.release.predicate import known_sql
 from statrecon.release.schema import Schema
 from statrecon.release.statistic import fraction_of
+
+MAX_VALUE = 10**15  # as for column bounds in release files: the solvers' 64-bit range
 
 
 @dataclass(frozen=True)
@@ -77,13 +81,44 @@ def check_table(frame: Any, schema: Schema, path: Path, names: tuple[str, ...]) 
                 raise StatreconError(f"{path}:{where}{i + line_offset}: column '{name}' is empty")
             if col.is_categorical:
                 decoded = str(decoded)
+            elif isinstance(decoded, str):
+                decoded = _number_text(decoded)
+                if isinstance(decoded, str):
+                    raise StatreconError(f"{path}:{where}{i + line_offset}: column '{name}' "
+                                         f"value {_shown(value)} is not a number")
+            if isinstance(decoded, float) and not math.isfinite(decoded):
+                raise StatreconError(f"{path}:{where}{i + line_offset}: column '{name}' value "
+                                     f"{_shown(value)} is not a finite number")
             if not col.contains(decoded) and not (col.known and col.min is None and col.max is None
                                                   and not col.is_categorical
                                                   and _is_number(decoded, col.is_integer)):
                 raise StatreconError(
-                    f"{path}:{where}{i + line_offset}: column '{name}' value {decoded!r} is "
+                    f"{path}:{where}{i + line_offset}: column '{name}' value {_shown(value)} is "
                     f"outside its domain {col.domain_text()}"
                 )
+            if isinstance(decoded, int) and not isinstance(decoded, bool) and (
+                    abs(decoded) > MAX_VALUE):
+                raise StatreconError(f"{path}:{where}{i + line_offset}: column '{name}' value "
+                                     f"{_shown(value)} is beyond the supported range "
+                                     f"-10**15..10**15")
+
+
+def _number_text(text: str) -> Any:
+    """A cell pandas left as text (its column holds a non-number somewhere) read as a number,
+    so the message names the cell that is wrong, not the first one of the column."""
+    stripped = text.strip()
+    for kind in (int, float):
+        try:
+            return kind(stripped)
+        except ValueError:
+            continue
+    return text
+
+
+def _shown(value: Any) -> str:
+    """A cell value for a message: quoted, cut short, control characters escaped."""
+    text = repr(_plain(value))
+    return text if len(text) <= 40 else text[:40] + "..."
 
 
 def _is_number(value: Any, integer: bool) -> bool:
@@ -151,18 +186,18 @@ def compile_known(release: Release, public: PublicTable | None) -> KnownData:
         return KnownData(public=public, snippets={})
     import duckdb
 
-    con = duckdb.connect()
-    try:
-        table = release.schema.table
-        if public is not None and public.rows > 0:
-            import pandas as pd
+    table = release.schema.table
+    frames: dict[str, Any] = {}
+    tail = ""
+    if public is not None and public.rows > 0:
+        import pandas as pd
 
-            frame = pd.DataFrame({**public.columns, "__row": range(public.rows)})
-            con.register("__public", frame)
-            con.execute(f'CREATE TEMP VIEW "{table}" AS SELECT * FROM __public')
-            tail = f' FROM "{table}" ORDER BY __row'
-        else:
-            tail = ""
+        frames[table] = pd.DataFrame({**public.columns, "__row": range(public.rows)})
+        tail = f" FROM {quote_identifier(table)} ORDER BY __row"
+    # Snippets are sqlglot re-generated expressions over declared columns; the connection
+    # cannot reach files, the network or extensions whatever they say.
+    con = hardened(frames)
+    try:
         snippets: dict[str, tuple[Fraction | bool, ...]] = {}
         for sql, owner in owners.items():
             try:

@@ -48,6 +48,9 @@ class Release:
     suppression: SuppressionRule | None = None
     source: Path | None = None  # the file it was read from, for messages
     public: Path | None = None  # public table with the known columns, if the file names one
+    # Why ``public`` may not be read (it leaves the release's folder): only an explicit
+    # --public on the command line gets past it. None when the path is fine.
+    public_refusal: str | None = None
 
     def statistic(self, stat_id: str) -> Statistic:
         for s in self.statistics:

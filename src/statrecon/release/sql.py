@@ -6,12 +6,16 @@ constraints) and which touch only known columns or constants (those stay SQL for
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from fractions import Fraction
 
 import sqlglot
 from sqlglot import exp
-from sqlglot.errors import ParseError
+from sqlglot.errors import ParseError, TokenError
 
+from statrecon.db import quote_identifier
 from statrecon.errors import ReleaseError
 from statrecon.release.predicate import (
     TRUE,
@@ -42,6 +46,13 @@ KNOWN_FUNCTIONS: tuple[type[exp.Expression], ...] = (
 _ARITH = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Neg, exp.Paren)
 _SELECT_ARGS = {"expressions", "from", "from_", "where"}
 
+# Limits on one statistic's SQL. sqlglot and the translator recurse once per nesting level, so
+# the nesting is capped (with room for the recursion they need); long flat AND/OR chains are
+# walked without recursion and only the text length is capped.
+MAX_SQL_LENGTH = 1_000_000
+MAX_NESTING = 100
+_RECURSION_ROOM = 20_000
+
 
 class SQLError(ReleaseError):
     """A SQL statement the tool cannot read; the message names the construct."""
@@ -66,36 +77,121 @@ def parse_query(sql: str, schema: Schema) -> Query:
     if isinstance(table, exp.Subquery):
         raise SQLError("unsupported SQL construct: subquery in FROM")
     if not isinstance(table, exp.Table) or table.args.get("db"):
-        raise SQLError(f"unsupported FROM clause: {from_.sql()}")
+        raise SQLError(f"unsupported FROM clause: {_short(from_.sql())}")
+    _check_plain_table(table)
     if table.name.lower() != schema.table.lower():
         raise SQLError(f"FROM {table.name}: the release's table is '{schema.table}'")
     aggregate, column = _aggregate(tree.expressions[0], schema)
     where = tree.args.get("where")
-    predicate = TRUE if where is None else parse_predicate_tree(where.this, schema)
-    return Query(aggregate=aggregate, column=column, where=predicate)
+    with _deep_recursion():
+        predicate = TRUE if where is None else parse_predicate_tree(where.this, schema)
+        text = canonical_sql(schema, aggregate, column, None if where is None else where.this)
+    return Query(aggregate=aggregate, column=column, where=predicate, sql=text)
+
+
+def canonical_sql(schema: Schema, aggregate: Aggregate, column: str | None,
+                  where: exp.Expression | None) -> str:
+    """The statistic as one re-generated DuckDB statement: the only SQL text that ever runs.
+
+    Built from the parsed, checked parts (aggregate, declared column, WHERE tree) with quoted
+    identifiers, so what DuckDB tabulates is exactly what the engines reconstruct.
+    """
+    table = quote_identifier(schema.table, "table name")
+    col = quote_identifier(column, "column name") if column is not None else None
+    head = {
+        Aggregate.COUNT: "COUNT(*)",
+        Aggregate.COUNT_DISTINCT: f"COUNT(DISTINCT {col})",
+    }.get(aggregate, f"{aggregate.value.upper()}({col})")
+    text = f"SELECT {head} FROM {table}"
+    if where is not None:
+        text += f" WHERE {where.sql(dialect='duckdb')}"
+    return text
+
+
+# Table modifiers that change what the FROM table means (renamed columns, samples, time
+# travel, ...): the engines model the bare table, so any of these is refused.
+_TABLE_MODIFIERS = {
+    "alias": "an alias", "sample": "TABLESAMPLE", "when": "AT/time travel",
+    "version": "a version", "joins": "JOIN", "laterals": "LATERAL", "pivots": "PIVOT",
+    "hints": "a table hint", "partition": "PARTITION", "changes": "CHANGES",
+}
+
+
+def _check_plain_table(table: exp.Table) -> None:
+    for key, value in table.args.items():
+        if key in ("this", "db", "catalog") or not value:
+            continue
+        what = _TABLE_MODIFIERS.get(key, key.upper())
+        raise SQLError(f"FROM {table.name} with {what}: a statistic reads the release's table "
+                       "as it is (no alias, sample or other table modifier)")
 
 
 def parse_predicate(sql: str, schema: Schema) -> Predicate:
     """Parse a boolean expression (a background constraint), e.g. ``age >= 15``."""
-    try:
-        tree = sqlglot.parse_one(f"SELECT 1 FROM {schema.table} WHERE {sql}", read="duckdb")
-    except ParseError as e:
-        raise SQLError(f"cannot parse SQL: {_first_line(e)}") from None
+    table = quote_identifier(schema.table, "table name")
+    tree = _parse(f"SELECT 1 FROM {table} WHERE {sql}")
     where = tree.args.get("where")
-    if where is None:
-        raise SQLError("empty constraint")
-    return parse_predicate_tree(where.this, schema)
+    if not isinstance(tree, exp.Select) or where is None or any(
+        value for key, value in tree.args.items() if key not in _SELECT_ARGS
+    ):
+        raise SQLError("a constraint is one boolean expression")
+    with _deep_recursion():
+        return parse_predicate_tree(where.this, schema)
 
 
 def _parse(sql: str) -> exp.Expr:
+    _check_size(sql)
     try:
-        statements = sqlglot.parse(sql, read="duckdb")
+        with _deep_recursion():
+            statements = sqlglot.parse(sql, read="duckdb")
     except ParseError as e:
-        raise SQLError(f"cannot parse SQL: {_first_line(e)}") from None
+        raise SQLError(f"cannot parse SQL: {_short(_first_line(e))}") from None
+    except (TokenError, ValueError) as e:
+        raise SQLError(f"cannot parse SQL: {_short(_first_line(e))}") from None
     found = [s for s in statements if s is not None]
     if len(found) != 1:
         raise SQLError("expected exactly one SQL statement")
     return found[0]
+
+
+def _check_size(sql: str) -> None:
+    """Refuse SQL too long or too deeply nested to parse safely, before parsing it."""
+    if len(sql) > MAX_SQL_LENGTH:
+        raise SQLError(f"SQL of {len(sql):,} characters is longer than the limit of "
+                       f"{MAX_SQL_LENGTH:,}")
+    depth = deepest = 0
+    quote: str | None = None
+    for ch in sql:
+        if quote is not None:
+            if ch == quote:
+                quote = None
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "(":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch == ")":
+            depth -= 1
+    if deepest > MAX_NESTING:
+        raise SQLError(f"parentheses nested {deepest} deep; the limit is {MAX_NESTING}")
+
+
+@contextmanager
+def _deep_recursion() -> Iterator[None]:
+    """Room for the parser's recursion on the nesting allowed; a clear error past it."""
+    before = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(before, _RECURSION_ROOM))
+    try:
+        yield
+    except RecursionError:
+        raise SQLError(f"SQL nested too deeply (the limit is {MAX_NESTING} levels)") from None
+    finally:
+        sys.setrecursionlimit(before)
+
+
+def _short(text: str, limit: int = 120) -> str:
+    """User SQL quoted in a message, cut so one line stays one readable line."""
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _first_line(e: Exception) -> str:
@@ -221,9 +317,9 @@ class _Translator:
         if isinstance(node, exp.Boolean):
             return Const(bool(node.this))
         if isinstance(node, exp.And):
-            return And((self.predicate(node.this), self.predicate(node.expression)))
+            return And(tuple(self.predicate(a) for a in _chain(node, exp.And)))
         if isinstance(node, exp.Or):
-            return Or((self.predicate(node.this), self.predicate(node.expression)))
+            return Or(tuple(self.predicate(a) for a in _chain(node, exp.Or)))
         if isinstance(node, exp.Not):
             return Not(self.predicate(node.this))
         if not isinstance(node, (*_COMPARISONS, exp.Between, exp.In)):
@@ -322,6 +418,23 @@ class _Translator:
             f"{node.sql()}: unsupported on unknown column(s) {names}; functions are allowed "
             "on known columns only, unknown columns take + - and * / by a number"
         )
+
+
+def _chain(node: exp.Expression, kind: type[exp.Expression]) -> list[exp.Expression]:
+    """The operands of ``a OR b OR c ...`` (one kind, any tree shape), left to right, found
+    without recursion so a long flat chain cannot exhaust the stack."""
+    out: list[exp.Expression] = []
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        while isinstance(current, exp.Paren) and isinstance(current.this, kind):
+            current = current.this
+        if isinstance(current, kind):
+            stack.append(current.expression)
+            stack.append(current.this)
+        else:
+            out.append(current)
+    return out
 
 
 _COMPARISONS: tuple[type[exp.Expression], ...] = (

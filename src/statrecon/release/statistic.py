@@ -28,11 +28,16 @@ class Aggregate(StrEnum):
 
 @dataclass(frozen=True)
 class Query:
-    """``SELECT aggregate(column) FROM table WHERE where``, parsed."""
+    """``SELECT aggregate(column) FROM table WHERE where``, parsed.
+
+    ``sql`` is the statistic re-generated from its checked parts (see ``sql.canonical_sql``):
+    the text DuckDB runs, never the user's own.
+    """
 
     aggregate: Aggregate
     column: str | None
     where: Predicate = TRUE
+    sql: str = field(default="", compare=False)
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 
+from statrecon.db import hardened, quote_identifier
 from statrecon.errors import StatreconError
 from statrecon.release.known import check_table, read_table
 from statrecon.release.model import Release
@@ -61,12 +62,10 @@ def tabulate(
         raise StatreconError("--decimals must be >= 0")
     if suppress_below is not None and suppress_below < 1:
         raise StatreconError("--suppress-below must be >= 1")
-    con = duckdb.connect()
+    # The microdata is registered under the release's (checked) table name on a connection that
+    # cannot reach files, the network or extensions; only re-generated statistic SQL runs on it.
+    con = hardened({release.schema.table: microdata})
     try:
-        con.register("__microdata", microdata)
-        con.execute(
-            f'CREATE TEMP VIEW "{release.schema.table}" AS SELECT * FROM __microdata'
-        )
         answers: dict[str, Answer] = {}
         for s in release.statistics:
             try:
@@ -81,7 +80,7 @@ def tabulate(
 
 
 def _with_select(sql: str, *selects: str) -> str:
-    """The statistic's own query with its aggregate replaced (same FROM and WHERE)."""
+    """The statistic's re-generated query with its aggregate replaced (same FROM and WHERE)."""
     tree = sqlglot.parse_one(sql, read="duckdb")
     assert isinstance(tree, exp.Select)
     tree.set("expressions", [sqlglot.parse_one(s, read="duckdb") for s in selects])
@@ -91,19 +90,23 @@ def _with_select(sql: str, *selects: str) -> str:
 def _answer(con: Any, s: Statistic, release: Release, decimals: int,
             suppress_below: int | None) -> Answer:
     agg, col = s.query.aggregate, s.query.column
-    count = con.execute(_with_select(s.sql, "COUNT(*)")).fetchone()[0]
+    if not s.query.sql:
+        raise StatreconError(f"{s.where_text}: no checked SQL to tabulate")
+    count = con.execute(_with_select(s.query.sql, "COUNT(*)")).fetchone()[0]
     if suppress_below is not None and count < suppress_below:
         return Suppressed(0, suppress_below - 1)
     if agg is Aggregate.COUNT:
         return Exact(Fraction(count))
     if agg in (Aggregate.SUM, Aggregate.AVG):
-        total = con.execute(_with_select(s.sql, f'SUM("{col}")')).fetchone()[0]
+        assert col is not None
+        total = con.execute(_with_select(s.query.sql, f"SUM({quote_identifier(col)})")
+                            ).fetchone()[0]
         if agg is Aggregate.SUM:
             return Exact(fraction_of(total if total is not None else 0))
         if count == 0:
             return Empty()
         return published(fraction_of(total) / count, decimals)
-    value = con.execute(s.sql).fetchone()[0]
+    value = con.execute(s.query.sql).fetchone()[0]
     if value is None:
         return Empty()
     return published(fraction_of(value), decimals)

@@ -1,0 +1,350 @@
+"""Issue 12, part 1: release files, public tables and audit streams from strangers cannot reach
+the file system, the network or an extension through SQL.
+
+Every hostile input below is run through the real command line (in-process, through
+``statrecon.cli.main``, so the corpus stays fast) against ``tabulate``, ``reconstruct`` (exact
+and linear engines) and ``audit-stream``. Each must exit 1 with one line, create no file outside
+the run's own output, never read the planted secret file (its contents never appear, its access
+time does not move) and never touch DuckDB's extension folder.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from statrecon import cli
+from statrecon.db import check_identifier, hardened, quote_identifier
+from statrecon.errors import StatreconError
+
+SECRET_TOKEN = "TOPSECRET-5d41402abc4b2a76"
+
+
+# ----------------------------------------------------------------------------- the sandbox
+
+
+class Sandbox:
+    """A working folder with a clean release, microdata, a public table and a planted secret."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.work = root / "work"
+        self.work.mkdir()
+        self.home = root / "home"  # DuckDB keeps extensions under $HOME/.duckdb
+        self.home.mkdir()
+        self.secret = root / "secret.csv"
+        self.secret.write_text(f"token\n{SECRET_TOKEN}\n", encoding="utf-8")
+        old = time.time() - 10 * 86400
+        os.utime(self.secret, (old, time.time()))  # atime < mtime: any read moves atime
+        self.atime = self.secret.stat().st_atime
+        (self.work / "public.csv").write_text("id\n1\n2\n3\n", encoding="utf-8")
+        (self.work / "micro.csv").write_text("id,age\n1,3\n2,5\n3,7\n", encoding="utf-8")
+
+    def release(self, *, table: str = "t", columns: dict[str, Any] | None = None,
+                statistics: list[dict[str, Any]] | None = None,
+                constraints: list[str] | None = None, public: str = "public.csv",
+                name: str = "release.yaml") -> Path:
+        data: dict[str, Any] = {
+            "version": 1, "table": table, "public": public,
+            "columns": columns or {"id": {"type": "integer", "known": True},
+                                   "age": {"type": "integer", "min": 0, "max": 10}},
+            "statistics": statistics if statistics is not None else [
+                {"id": "s1", "sql": f"SELECT SUM(age) FROM {table} WHERE id = 1", "value": 3},
+                {"id": "s2", "sql": f"SELECT SUM(age) FROM {table} WHERE id > 1", "value": 12},
+            ],
+        }
+        if constraints:
+            data["constraints"] = constraints
+        path = self.work / name
+        path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+        return path
+
+    def files(self) -> set[Path]:
+        return {p for p in self.root.rglob("*")}
+
+
+def run_cli(args: list[str], box: Sandbox, capsys: pytest.CaptureFixture[str],
+            monkeypatch: pytest.MonkeyPatch) -> tuple[int, str, str]:
+    """``statrecon ARGS`` in-process, in the sandbox, with HOME pointed into it."""
+    monkeypatch.chdir(box.work)
+    monkeypatch.setenv("HOME", str(box.home))
+    monkeypatch.setattr(sys, "argv", ["statrecon", *args])
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exited:
+        cli.main()
+    out = capsys.readouterr()
+    code = exited.value.code
+    return (code if isinstance(code, int) else 0), out.out, out.err
+
+
+def assert_refused(box: Sandbox, before: set[Path], code: int, out: str, err: str,
+                   allowed: set[Path] | None = None) -> None:
+    """Exit 1, one line, nothing created but ``allowed``, the secret neither read nor shown."""
+    assert code == 1, (code, out, err)
+    assert "Traceback" not in out + err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    created = box.files() - before - (allowed or set())
+    assert not created, created
+    assert SECRET_TOKEN not in out + err
+    assert not (box.home / ".duckdb").exists(), "an extension install or load was attempted"
+    assert box.secret.stat().st_atime == box.atime, "the secret file was read"
+
+
+# --------------------------------------------------------------------------- the corpus
+
+EXFIL = "COPY (SELECT * FROM read_csv('{secret}', header=false)) TO '{out}'"
+
+TABLE_NAMES = [
+    'x" AS SELECT 1; ' + EXFIL + '; CREATE TEMP VIEW "y',
+    "t; ATTACH '{out}' AS evil; CREATE TABLE evil.copy AS SELECT * FROM __microdata",
+    "t; INSTALL httpfs; LOAD httpfs",
+    't"--',
+    "",
+    "read_csv('{secret}')",
+    "täble",
+    "a" * 200,
+]
+
+COLUMN_NAMES = [
+    'age" INTEGER); ' + EXFIL + '; --',
+    "age; DROP TABLE t",
+    "age--",
+    "1age",
+]
+
+STATISTIC_SQL = [
+    "SELECT COUNT(*) FROM t; " + EXFIL,
+    "SELECT COUNT(*) FROM t WHERE id = 1; INSTALL httpfs",
+    "SELECT COUNT(*) FROM read_csv('{secret}')",
+    "SELECT COUNT(*) FROM '{secret}'",
+    "SELECT COUNT(*) FROM t WHERE id IN (SELECT 1 FROM read_csv('{secret}'))",
+    "SELECT COUNT(*) FROM t WHERE id = (SELECT COUNT(*) FROM read_csv('{secret}'))",
+    "SELECT COUNT(*) FROM t WHERE read_text('{secret}') = 'x'",
+    "SELECT COUNT(*) FROM t WHERE getenv('HOME') = 'x'",
+    "SELECT COUNT(*) FROM t WHERE id = 1 UNION SELECT COUNT(*) FROM read_csv('{secret}')",
+    "WITH s AS (SELECT * FROM read_csv('{secret}')) SELECT COUNT(*) FROM t",
+    "SELECT COUNT(*) FROM t JOIN read_csv('{secret}') ON TRUE",
+    "SELECT MAX(age) FROM t AS x(age, id)",
+    "SELECT COUNT(*) FROM t TABLESAMPLE 50%",
+    "SELECT COUNT(*) FROM t AT (VERSION => 1)",
+    "SELECT COUNT(*) FROM main.t",
+    EXFIL,
+    "ATTACH '{out}' AS evil",
+    "INSTALL httpfs",
+    "SELECT COUNT(*) FROM t WHERE id = 1 /* x */; " + EXFIL,
+    "SELECT COUNT(*) FROM t WHERE id = CAST(read_blob('{secret}') AS INTEGER)",
+]
+
+CONSTRAINTS = [
+    "age >= 0; " + EXFIL,
+    "age >= (SELECT COUNT(*) FROM read_csv('{secret}'))",
+    "age >= 0) OR (1 = 1",
+    "age IN (SELECT 1)",
+]
+
+
+def _fill(text: str, box: Sandbox) -> str:
+    return text.replace("{secret}", str(box.secret)).replace("{out}", str(box.root / "out.csv"))
+
+
+def _commands(release: Path) -> list[list[str]]:
+    return [
+        ["tabulate", "--microdata", "micro.csv", "--release", str(release), "--out",
+         "filled.yaml"],
+        ["reconstruct", str(release), "--method", "exact"],
+        ["reconstruct", str(release), "--method", "ls"],
+        ["reconstruct", str(release), "--json"],
+    ]
+
+
+@pytest.fixture
+def box(tmp_path: Path) -> Sandbox:
+    return Sandbox(tmp_path)
+
+
+def test_the_clean_release_runs(box: Sandbox, capsys: pytest.CaptureFixture[str],
+                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """The corpus only means something if the same files without the attack succeed."""
+    release = box.release()
+    for args in _commands(release):
+        code, out, err = run_cli(args, box, capsys, monkeypatch)
+        assert code == 0, (args, out, err)
+    assert not (box.home / ".duckdb").exists()
+    assert box.secret.stat().st_atime == box.atime
+
+
+@pytest.mark.parametrize("table", TABLE_NAMES)
+def test_table_name_injection(table: str, box: Sandbox, capsys: pytest.CaptureFixture[str],
+                              monkeypatch: pytest.MonkeyPatch) -> None:
+    name = _fill(table, box)
+    release = box.release(table=name, statistics=[
+        {"id": "s1", "sql": 'SELECT SUM(age) FROM "' + name.replace('"', '""') + '"',
+         "value": 3}])
+    before = box.files()
+    for args in _commands(release):
+        assert_refused(box, before, *run_cli(args, box, capsys, monkeypatch))
+
+
+@pytest.mark.parametrize("column", COLUMN_NAMES)
+def test_column_name_injection(column: str, box: Sandbox, capsys: pytest.CaptureFixture[str],
+                               monkeypatch: pytest.MonkeyPatch) -> None:
+    name = _fill(column, box)
+    release = box.release(columns={"id": {"type": "integer", "known": True},
+                                   name: {"type": "integer", "min": 0, "max": 10}},
+                          statistics=[{"id": "s1", "sql": "SELECT COUNT(*) FROM t", "value": 3}])
+    before = box.files()
+    for args in _commands(release):
+        assert_refused(box, before, *run_cli(args, box, capsys, monkeypatch))
+
+
+@pytest.mark.parametrize("sql", STATISTIC_SQL)
+def test_statistic_sql_injection(sql: str, box: Sandbox, capsys: pytest.CaptureFixture[str],
+                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    release = box.release(statistics=[
+        {"id": "s1", "sql": "SELECT SUM(age) FROM t WHERE id = 1", "value": 3},
+        {"id": "evil", "sql": _fill(sql, box), "value": 3}])
+    before = box.files()
+    for args in _commands(release):
+        code, out, err = run_cli(args, box, capsys, monkeypatch)
+        assert_refused(box, before, code, out, err)
+        assert "evil" in err
+
+
+@pytest.mark.parametrize("constraint", CONSTRAINTS)
+def test_constraint_injection(constraint: str, box: Sandbox,
+                              capsys: pytest.CaptureFixture[str],
+                              monkeypatch: pytest.MonkeyPatch) -> None:
+    release = box.release(constraints=[_fill(constraint, box)])
+    before = box.files()
+    for args in _commands(release):
+        code, out, err = run_cli(args, box, capsys, monkeypatch)
+        assert_refused(box, before, code, out, err)
+        assert "constraint" in err
+
+
+@pytest.mark.parametrize("line", [
+    "evil: " + STATISTIC_SQL[0] + " ; 3",
+    "evil: SELECT SUM(age) FROM t WHERE id IN (SELECT 1 FROM read_csv('{secret}')) ; 3",
+    "evil: SELECT SUM(age) FROM read_csv('{secret}') ; 3",
+    "evil: SELECT SUM(age) FROM t WHERE read_text('{secret}') = 'x' ; 3",
+    '{"id": "evil", "sql": "SELECT SUM(age) FROM t; INSTALL httpfs", "value": 3}',
+    "evil: SELECT MAX(age) FROM t AS x(age, id) ; 3",
+    "evil: ATTACH '{out}' AS x ; 3",
+])
+def test_audit_stream_injection(line: str, box: Sandbox, capsys: pytest.CaptureFixture[str],
+                                monkeypatch: pytest.MonkeyPatch) -> None:
+    schema = box.release(statistics=[])
+    stream = box.work / "stream.txt"
+    stream.write_text("ok: SELECT SUM(age) FROM t WHERE id = 1 ; 3\n" + _fill(line, box) + "\n",
+                      encoding="utf-8")
+    before = box.files()
+    code, out, err = run_cli(["audit-stream", str(schema), "--input", str(stream), "--json"],
+                             box, capsys, monkeypatch)
+    assert_refused(box, before, code, out, err)
+    assert "stream.txt:2" in err
+
+
+@pytest.mark.parametrize("public", [
+    "{secret}", "../secret.csv", "./../secret.csv", "sub/../../secret.csv", "link.csv", " ",
+])
+def test_public_path_must_stay_in_the_release_folder(
+        public: str, box: Sandbox, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    (box.work / "link.csv").symlink_to(box.secret)
+    release = box.release(public=_fill(public, box))
+    before = box.files()
+    for args in _commands(release)[1:]:
+        code, out, err = run_cli(args, box, capsys, monkeypatch)
+        assert_refused(box, before, code, out, err)
+        assert "public" in err
+
+
+def test_public_outside_the_folder_is_allowed_on_the_command_line(
+        box: Sandbox, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    outside = box.root / "roster.csv"
+    outside.write_text("id\n1\n2\n3\n", encoding="utf-8")
+    release = box.release(public="../roster.csv")
+    code, _, err = run_cli(["reconstruct", str(release), "--json"], box, capsys, monkeypatch)
+    assert code == 1 and "--public" in err
+    code, _, err = run_cli(["reconstruct", str(release), "--public", str(outside), "--json"],
+                             box, capsys, monkeypatch)
+    assert code == 0, err
+
+
+def test_public_errors_do_not_echo_undeclared_columns(
+        box: Sandbox, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A public table may hold columns the release does not declare (say, names); a message
+    about the table names the bad cell of a declared column, never the other cells."""
+    (box.work / "public.csv").write_text(
+        f"id,name\n1,{SECRET_TOKEN}\nx,{SECRET_TOKEN}\n3,{SECRET_TOKEN}\n", encoding="utf-8")
+    release = box.release()
+    for args in _commands(release)[1:]:
+        code, out, err = run_cli(args, box, capsys, monkeypatch)
+        assert code == 1, err
+        assert "public.csv:3" in err and "'x'" in err
+        assert SECRET_TOKEN not in out + err
+
+
+def test_statistics_are_tabulated_as_the_engines_read_them(
+        box: Sandbox, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """tabulate runs the re-generated SQL: odd spelling and casing change nothing."""
+    release = box.release(statistics=[
+        {"id": "m", "sql": "select   max(AGE) from T where ID >= 2 -- trailing comment"},
+        {"id": "n", "sql": "SELECT count(age) FROM t WHERE (id = 1 OR id = 3)"}])
+    code, _, err = run_cli(["tabulate", "--microdata", "micro.csv", "--release", str(release),
+                            "--out", "filled.yaml"], box, capsys, monkeypatch)
+    assert code == 0, err
+    filled = yaml.safe_load((box.work / "filled.yaml").read_text(encoding="utf-8"))
+    values = {s["id"]: s["value"] for s in filled["statistics"]}
+    assert values == {"m": 7, "n": 2}
+
+
+# ------------------------------------------------------------- defence in depth: DuckDB
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT * FROM read_csv('{secret}')",
+    "COPY (SELECT 1) TO '{out}'",
+    "ATTACH '{out}' AS evil",
+    "INSTALL httpfs",
+    "LOAD httpfs",
+    "SET enable_external_access = true",
+    "SET lock_configuration = false",
+    "SELECT * FROM 'https://example.invalid/a.csv'",
+])
+def test_hardened_connection_refuses_files_network_and_extensions(sql: str, box: Sandbox,
+                                                                  monkeypatch: pytest.MonkeyPatch
+                                                                  ) -> None:
+    import duckdb
+    import pandas as pd
+
+    monkeypatch.setenv("HOME", str(box.home))
+    con = hardened({"t": pd.DataFrame({"a": [1, 2]})})
+    before = box.files()
+    with pytest.raises(duckdb.Error):
+        con.execute(_fill(sql, box))
+    assert con.execute("SELECT SUM(a) FROM t").fetchone() == (3,)  # its own data still works
+    assert box.files() == before
+    assert box.secret.stat().st_atime == box.atime
+    assert not (box.home / ".duckdb").exists()
+
+
+@pytest.mark.parametrize("name", ['a"b', "a b", "1a", "", "a;b", "ä", "a" * 64, "x'--"])
+def test_identifiers_are_checked(name: str) -> None:
+    with pytest.raises(StatreconError):
+        check_identifier(name)
+
+
+def test_identifiers_are_quoted_by_sqlglot() -> None:
+    assert quote_identifier("Age_2") == '"Age_2"'
+    assert check_identifier("a" * 63) == "a" * 63
