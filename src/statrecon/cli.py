@@ -23,6 +23,7 @@ app = typer.Typer(
     help="What do these published statistics reveal about individuals?",
 )
 EXIT_OK, EXIT_USER, EXIT_INFEASIBLE, EXIT_UNKNOWN = 0, 1, 2, 3
+EXIT_INTERRUPTED = 130  # Ctrl-C or SIGTERM; finished units of a run are kept
 
 
 @app.command()
@@ -47,6 +48,9 @@ def reconstruct(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
     symmetry_breaking: Annotated[bool, typer.Option(
         help="Order interchangeable rows so each dataset is found once.")] = True,
+    max_model_size: Annotated[int, typer.Option(
+        min=1, help="Exact engine: refuse, before building it, a model estimated over this "
+                    "many terms (rows x per-row variables and literals).")] = 500_000,
 ) -> None:
     """Find every dataset consistent with a release; say what is certain."""
     from statrecon.api import reconstruct as run
@@ -64,7 +68,7 @@ def reconstruct(
     linear = LinearOptions(time_limit=time_limit if time_limit is not None else 60.0, seed=seed)
     options = ExactOptions(limit=limit, time_limit=time_limit,
                            keep_solutions=None if all_ else (1 if as_json else 10),
-                           symmetry_breaking=symmetry_breaking)
+                           symmetry_breaking=symmetry_breaking, max_model_size=max_model_size)
     console = Console()
     if as_json:
         result = run(rel, public=public, method=method, options=options, linear=linear,
@@ -154,6 +158,9 @@ def main() -> None:
     # No arguments: show the help (typer's no-args error has an empty message).
     args = sys.argv[1:] or ["--help"]
     try:
+        from statrecon.interrupt import install
+
+        install()  # SIGTERM behaves like Ctrl-C; both stop running solves at once
         code = app(args=args, standalone_mode=False)
     except InconsistentReleaseError as e:
         err.print(f"[bold red]inconsistent release:[/] {escape(safe_text(e))}", highlight=False,
@@ -169,8 +176,10 @@ def main() -> None:
         err.print(f"[bold red]error:[/] {escape(safe_text(e.format_message()))}", highlight=False,
                   soft_wrap=True)
         sys.exit(EXIT_USER)
-    except Abort:
-        sys.exit(130)
+    except (Abort, KeyboardInterrupt):  # Ctrl-C or SIGTERM
+        code = EXIT_INTERRUPTED
+    if code == EXIT_INTERRUPTED:  # typer returns it for a KeyboardInterrupt in a command
+        err.print("interrupted", highlight=False)
     sys.exit(code if isinstance(code, int) else EXIT_OK)
 
 

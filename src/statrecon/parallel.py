@@ -8,11 +8,13 @@ the pool and Dask only change where it runs, never what it computes.
 from __future__ import annotations
 
 import multiprocessing
-from collections.abc import Callable, Iterable, Iterator
+import signal
+from collections.abc import Callable, Generator, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any, TypeVar
 
 from statrecon.errors import StatreconError
+from statrecon.interrupt import deferred
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -31,11 +33,12 @@ def parse_executor(executor: str | None) -> str | None:
 
 def run_units(fn: Callable[[Any, T], R], shared: Any, units: Iterable[T], *, workers: int = 1,
               executor: str | None = None, max_pending: int | None = None
-              ) -> Iterator[tuple[T, R]]:
+              ) -> Generator[tuple[T, R], None, None]:
     """Yield ``(unit, fn(shared, unit))`` as each unit finishes.
 
     ``shared`` is sent once per worker (pool initializer, or a Dask broadcast), not per unit.
-    ``workers == 1`` with no executor runs in this process.
+    ``workers == 1`` with no executor runs in this process. Close the generator when stopping
+    early (``contextlib.closing``): a local pool then ends its workers at once.
     """
     address = parse_executor(executor)
     if address is not None:
@@ -53,6 +56,9 @@ _SHARED: Any = None
 def _init_worker(shared: Any) -> None:
     global _SHARED
     _SHARED = shared
+    # Ctrl-C reaches the whole process group: the parent stops the workers, which must not
+    # print tracebacks of their own (SIGTERM, the parent's way to stop them, still ends them).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _call(fn: Callable[[Any, T], R], unit: T) -> R:
@@ -63,25 +69,53 @@ def _run_pool(fn: Callable[[Any, T], R], shared: Any, units: Iterable[T], worker
               max_pending: int) -> Iterator[tuple[T, R]]:
     # spawn: the parent holds solver and DuckDB threads, which fork does not copy safely.
     ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker,
-                             initargs=(shared,)) as pool:
-        pending: dict[Future[R], T] = {}
-        source = iter(units)
-        exhausted = False
-        while True:
-            while not exhausted and len(pending) < max_pending:
-                try:
-                    unit = next(source)
-                except StopIteration:
-                    exhausted = True
-                    break
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker,
+                               initargs=(shared,))
+    finished = False
+    try:
+        yield from _drive(pool, fn, units, max_pending)
+        finished = True
+    finally:
+        if finished:
+            pool.shutdown(wait=True)
+        else:  # interrupted, an error, or the caller stopped early: units in flight are lost
+            _kill(pool)
+
+
+def _kill(pool: ProcessPoolExecutor) -> None:
+    """Stop a pool now: cancel what has not started, terminate the workers, reap them."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        process.terminate()
+    for process in processes:
+        process.join(timeout=2)
+        if process.is_alive():
+            process.kill()
+            process.join(timeout=1)
+
+
+def _drive(pool: ProcessPoolExecutor, fn: Callable[[Any, T], R], units: Iterable[T],
+           max_pending: int) -> Iterator[tuple[T, R]]:
+    """Submit at most ``max_pending`` units at a time; yield each as it finishes."""
+    pending: dict[Future[R], T] = {}
+    source = iter(units)
+    exhausted = False
+    while True:
+        while not exhausted and len(pending) < max_pending:
+            try:
+                unit = next(source)
+            except StopIteration:
+                exhausted = True
+                break
+            with deferred():  # may start a worker process: let it start whole
                 pending[pool.submit(_call, fn, unit)] = unit
-            if not pending:
-                return
-            done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
-            for future in done:
-                unit = pending.pop(future)
-                yield unit, future.result()
+        if not pending:
+            return
+        done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
+        for future in done:
+            unit = pending.pop(future)
+            yield unit, future.result()
 
 
 def _run_dask(fn: Callable[[Any, T], R], shared: Any, units: Iterable[T], address: str

@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import numpy as np
 
@@ -158,10 +158,10 @@ def run_blocks(tasks: Iterable[BlockTask], shared: Shared, *, workers: int = 1,
             yield rec
         else:
             todo.append(task)
-    handle = store.open("a", encoding="utf-8") if store is not None else None
+    handle = _append(store) if store is not None else None
+    results = run_units(attack_block, shared, todo, workers=workers, executor=executor)
     try:
-        for _, rec in run_units(attack_block, shared, todo, workers=workers,
-                                executor=executor):
+        for _, rec in results:
             if handle is not None:
                 handle.write(json.dumps(rec) + "\n")
                 handle.flush()
@@ -169,6 +169,21 @@ def run_blocks(tasks: Iterable[BlockTask], shared: Shared, *, workers: int = 1,
             if progress is not None:
                 progress(rec)
             yield rec
-    finally:
+    finally:  # on Ctrl-C or an error the pool stops now, not when the generator is collected
+        results.close()
         if handle is not None:
             handle.close()
+
+
+def _append(store: Path) -> TextIO:
+    """Open the store for appending; a line torn by a crash is ended first, so the next record
+    starts on a line of its own (the torn one is ignored by ``read_records``)."""
+    torn = False
+    if store.exists() and store.stat().st_size:
+        with store.open("rb") as f:
+            f.seek(-1, os.SEEK_END)
+            torn = f.read(1) != b"\n"
+    handle = store.open("a", encoding="utf-8")
+    if torn:
+        handle.write("\n")
+    return handle

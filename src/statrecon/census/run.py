@@ -6,6 +6,7 @@ import os
 import time
 from collections import Counter
 from collections.abc import Callable
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -72,16 +73,18 @@ def reconstruct_release(release: CensusRelease, out: Path, *, workers: int = 1,
         progress(0, len(todo), 0)
     # No more processes than tracts: a pool only pays its start-up for parallel work.
     workers = max(1, min(workers, len(todo)))
-    for tables, (table, info) in run_units(solve_tract, (release.cells, options), todo,
-                                           workers=workers, executor=executor):
-        store.write(table, tables.tract)
-        summary.ran += 1
-        summary.persons += info["persons"]
-        summary.statuses[info["status"]] += 1
-        if info["conflict"]:
-            summary.conflicts[tables.tract] = tuple(info["conflict"])
-        if progress:
-            progress(summary.ran, len(todo), summary.persons)
+    # closing: on Ctrl-C or an error the pool stops now, not when the generator is collected
+    with closing(run_units(solve_tract, (release.cells, options), todo, workers=workers,
+                           executor=executor)) as results:
+        for tables, (table, info) in results:
+            store.write(table, tables.tract)
+            summary.ran += 1
+            summary.persons += info["persons"]
+            summary.statuses[info["status"]] += 1
+            if info["conflict"]:
+                summary.conflicts[tables.tract] = tuple(info["conflict"])
+            if progress:
+                progress(summary.ran, len(todo), summary.persons)
     summary.elapsed_s = time.perf_counter() - t0
     bins = sorted({int(a) for a in _matrices(release.cells).age_bin})
     store.merge({"solver": "CP-SAT", "time_limit": options.time_limit,

@@ -103,6 +103,7 @@ class ReconStore:
     def finished(self) -> dict[str, str]:
         """Tract -> status of every tract already stored (final file and parts)."""
         done: dict[str, str] = {}
+        self._remove_stale()
         if self.out.exists():
             meta = self._meta(self.out)
             if not meta:
@@ -115,15 +116,22 @@ class ReconStore:
                 done.update({t: s["status"] for t, s in meta.get("tracts", {}).items()})
         return {t: s for t, s in done.items() if s in DONE}
 
+    def _remove_stale(self) -> None:
+        """Temporary files of a run killed mid-write (kill -9) are never valid: remove them."""
+        stale = [self.out.with_name(self.out.name + ".tmp")]
+        if self.parts.is_dir():
+            stale += list(self.parts.glob(".*.parquet.tmp"))
+        for path in stale:
+            path.unlink(missing_ok=True)
+
     def write(self, table: pa.Table, tract: str) -> None:
         """Store one tract atomically."""
         self.parts.mkdir(parents=True, exist_ok=True)
         meta = json.loads(table.schema.metadata[META_KEY])
         meta["release"] = self.digest
         table = table.replace_schema_metadata({META_KEY: json.dumps(meta).encode()})
-        tmp = self.parts / f".{tract}.parquet.tmp"
-        pq.write_table(table, tmp)
-        tmp.replace(self.parts / f"{tract}.parquet")
+        _write_atomic(table, self.parts / f"{tract}.parquet",
+                      self.parts / f".{tract}.parquet.tmp")
 
     def merge(self, run_info: dict[str, Any]) -> pa.Table:
         """Fold the parts into OUT (atomically), newest status per tract wins."""
@@ -149,14 +157,22 @@ class ReconStore:
         merged = merged.sort_by([("block", "ascending")])
         meta = {"release": self.digest, "tracts": dict(sorted(tracts.items())), **run_info}
         merged = merged.replace_schema_metadata({META_KEY: json.dumps(meta).encode()})
-        tmp = self.out.with_name(self.out.name + ".tmp")
-        pq.write_table(merged, tmp)
-        tmp.replace(self.out)
+        _write_atomic(merged, self.out, self.out.with_name(self.out.name + ".tmp"))
         for part in parts:
             part.unlink()
         if self.parts.is_dir() and not any(self.parts.iterdir()):
             self.parts.rmdir()
         return merged
+
+
+def _write_atomic(table: pa.Table, path: Path, tmp: Path) -> None:
+    """Write ``tmp``, then rename it to ``path``; an interrupt or error leaves no ``tmp``."""
+    try:
+        pq.write_table(table, tmp)
+        tmp.replace(path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def read_recon(path: Path) -> tuple[pa.Table, dict[str, Any]]:

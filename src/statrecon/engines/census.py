@@ -35,6 +35,7 @@ from statrecon.census.sf1 import (
     attribute_grid,
     mask_matrix,
 )
+from statrecon.interrupt import Solver
 
 
 @dataclass(frozen=True)
@@ -244,7 +245,7 @@ def _deadline_left(end: float | None) -> float | None:
 
 
 def _solver(options: CensusOptions, end: float | None) -> cp_model.CpSolver:
-    solver = cp_model.CpSolver()
+    solver = Solver()  # Ctrl-C / SIGTERM stop it at once
     solver.parameters.num_workers = 1  # parallelism is across tracts; keeps runs reproducible
     solver.parameters.random_seed = options.seed
     left = _deadline_left(end)

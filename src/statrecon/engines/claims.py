@@ -42,6 +42,7 @@ from ortools.sat.python import cp_model
 
 from statrecon.census import households as hh
 from statrecon.errors import InconsistentReleaseError
+from statrecon.interrupt import Solver
 
 N_COLS = hh.N_COLUMNS
 VALUE_BITS = 4 * N_COLS  # packed values occupy the low 40 bits of a claim key
@@ -283,7 +284,7 @@ class _Histogram:
 
 
 def _solver(time_limit: float | None, workers: int, seed: int) -> cp_model.CpSolver:
-    solver = cp_model.CpSolver()
+    solver = Solver()  # Ctrl-C / SIGTERM stop it at once
     solver.parameters.num_workers = workers
     solver.parameters.random_seed = seed
     if time_limit is not None:

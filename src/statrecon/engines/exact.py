@@ -13,10 +13,17 @@ from typing import Any
 
 from ortools.sat.python import cp_model
 
-from statrecon.engines.record_model import RecordModel
+from statrecon.engines.record_model import (
+    DEFAULT_MAX_MODEL_SIZE,
+    RecordModel,
+    check_model_size,
+    row_count_bounds,
+)
+from statrecon.interrupt import Solver
 from statrecon.release.known import KnownData
 from statrecon.release.model import Release
 from statrecon.release.schema import ColumnType
+from statrecon.release.statistic import Noisy
 from statrecon.result import CertainCell, CertainRow, ReconstructionResult, Row, Status
 
 Dataset = tuple[tuple[int, ...], ...]
@@ -29,7 +36,8 @@ class ExactOptions:
     ``limit`` caps the enumeration; ``time_limit`` (seconds) caps the whole call;
     ``keep_solutions`` caps how many enumerated datasets are returned (None: all).
     ``symmetry_breaking`` orders interchangeable rows so each dataset is found once
-    (switch off only to measure what it saves).
+    (switch off only to measure what it saves). ``max_model_size`` refuses, before building,
+    a model estimated over that many terms (None: no limit; see ``check_model_size``).
     """
 
     limit: int = 10_000
@@ -38,6 +46,16 @@ class ExactOptions:
     symmetry_breaking: bool = True
     workers: int = 1
     seed: int = 0
+    max_model_size: int | None = DEFAULT_MAX_MODEL_SIZE
+
+
+# Columns with more possible values than this get their smallest and largest value proven,
+# not every value: listing a domain of 10^9 values would exhaust memory.
+MAX_VALUES_PROVEN = 1_000
+
+
+class _OutOfTime(Exception):
+    """The deadline passed while a model was being built."""
 
 
 class _Deadline:
@@ -52,10 +70,22 @@ class _Deadline:
         left = self.left()
         return left is not None and left <= 0.0
 
+    def check(self) -> None:
+        if self.expired:
+            raise _OutOfTime
+
+
+def _model(release: Release, known: KnownData, options: ExactOptions, deadline: _Deadline,
+           switches: bool = False) -> RecordModel:
+    """Build the record model; raises _OutOfTime when the deadline passes meanwhile."""
+    deadline.check()
+    return RecordModel(release, known, symmetry_breaking=options.symmetry_breaking,
+                       switches=switches, check=deadline.check)
+
 
 def _solver(options: ExactOptions, deadline: _Deadline, workers: int | None = None
             ) -> cp_model.CpSolver:
-    solver = cp_model.CpSolver()
+    solver = Solver()  # Ctrl-C / SIGTERM stop it at once
     solver.parameters.num_workers = workers or options.workers
     solver.parameters.random_seed = options.seed
     left = deadline.left()
@@ -83,7 +113,11 @@ def enumerate_datasets(
     """All distinct datasets up to ``limit``: (datasets, complete, cp-sat status name)."""
     options = options or ExactOptions()
     deadline = _Deadline(options.time_limit)
-    rm = RecordModel(release, known, symmetry_breaking=options.symmetry_breaking)
+    check_model_size(release, known, options.max_model_size)
+    try:
+        rm = _model(release, known, options, deadline)
+    except _OutOfTime:
+        return [], False, "UNKNOWN"
     return _enumerate(rm, options, deadline)
 
 
@@ -105,7 +139,15 @@ def reconstruct_exact(
     options = options or ExactOptions()
     started = time.monotonic()
     deadline = _Deadline(options.time_limit)
-    rm = RecordModel(release, known, symmetry_breaking=options.symmetry_breaking)
+    check_model_size(release, known, options.max_model_size)
+    try:
+        rm = _model(release, known, options, deadline)
+    except _OutOfTime:  # the time limit covers building the model too
+        bounds = row_count_bounds(release, known)
+        return ReconstructionResult(
+            status="unknown", columns=tuple(c.name for c in release.schema.columns),
+            ignored=[s.id for s in release.statistics if isinstance(s.answer, Noisy)],
+            records=(bounds.low, bounds.high), elapsed_s=time.monotonic() - started)
     columns = tuple(c.name for c in rm.columns)
     datasets, complete, status_name = _enumerate(rm, options, deadline)
     base: dict[str, Any] = {
@@ -205,7 +247,12 @@ def _prove_cells(
     for (r, name), vs in sorted(cells.items()):
         if len(vs) != 1:
             continue
-        rm = RecordModel(release, known, symmetry_breaking=options.symmetry_breaking)
+        try:
+            rm = _model(release, known, options, deadline)
+        except _OutOfTime:
+            out[(r, name)] = vs | {-1}  # undecided: not reported as certain
+            proven = False
+            continue
         rm.model.add(rm.x[r][name] != next(iter(vs)))
         solver = _solver(options, deadline)
         status = solver.solve(rm.model)
@@ -242,10 +289,13 @@ def _prove_certain(
 ) -> tuple[Counter[tuple[int, ...]], dict[str, set[int]], bool]:
     """Certain rows and possible values by solver proofs, when enumeration did not finish."""
     proven = True
-    index = {c.name: i for i, c in enumerate(rm0.columns)}
     certain: Counter[tuple[int, ...]] = Counter()
     for t, k in sorted(_intersection(datasets).items()):
-        rm = RecordModel(release, known, symmetry_breaking=options.symmetry_breaking)
+        try:
+            rm = _model(release, known, options, deadline)
+        except _OutOfTime:
+            proven = False
+            break
         copies = sum(rm._as_int(rm._and(rm.present[r], _row_equals(rm, r, t)))
                      for r in range(rm.n))
         rm.model.minimize(copies)
@@ -259,36 +309,83 @@ def _prove_certain(
             proven = False
     values = _values_seen(datasets, rm0)
     for name in values:
-        col = release.schema.column(name)
-        while True:
-            if deadline.expired:
-                proven = False
-                break
-            rm = RecordModel(release, known, symmetry_breaking=options.symmetry_breaking)
-            lo, hi = rm._domain(col)
-            unseen = [v for v in range(lo, hi + 1) if v not in values[name]]
-            if not unseen:
-                break
-            news = []
-            for r in range(rm.n):
-                b = rm.model.new_bool_var("")
-                rm.model.add_linear_expression_in_domain(
-                    rm.x[r][name], cp_model.Domain.from_values(unseen)).only_enforce_if(b)
-                news.append(rm._and(rm.present[r], b))
-            rm.model.add_bool_or([b for b in news if b is not False] or [rm._false])
-            solver = _solver(options, deadline)
-            status = solver.solve(rm.model)
-            if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-                witness = rm.dataset(solver.value)
-                for row in witness:
-                    for other in values:
-                        values[other].add(row[index[other]])
-            elif status == cp_model.INFEASIBLE:
-                break
-            else:
-                proven = False
-                break
+        lo, hi = rm0._domain(release.schema.column(name))
+        if hi - lo + 1 <= MAX_VALUES_PROVEN:
+            proven = _prove_values(release, known, options, deadline, name, values) and proven
+        else:  # only the extremes: not every possible value is listed
+            _prove_extremes(release, known, options, deadline, name, values)
+            proven = False
     return certain, values, proven
+
+
+def _add_witness(rm: RecordModel, solver: cp_model.CpSolver, values: dict[str, set[int]]
+                 ) -> None:
+    """Every value of a dataset the solver found is possible."""
+    index = {c.name: i for i, c in enumerate(rm.columns)}
+    for row in rm.dataset(solver.value):
+        for other in values:
+            values[other].add(row[index[other]])
+
+
+def _prove_values(release: Release, known: KnownData, options: ExactOptions,
+                  deadline: _Deadline, name: str, values: dict[str, set[int]]) -> bool:
+    """Add every possible value of a small-domain column: solve for an unseen one until none is
+    left (INFEASIBLE). False when the deadline cut it short."""
+    col = release.schema.column(name)
+    while True:
+        try:
+            rm = _model(release, known, options, deadline)
+        except _OutOfTime:
+            return False
+        lo, hi = rm._domain(col)
+        unseen = [v for v in range(lo, hi + 1) if v not in values[name]]
+        if not unseen:
+            return True
+        news = []
+        for r in range(rm.n):
+            b = rm.model.new_bool_var("")
+            rm.model.add_linear_expression_in_domain(
+                rm.x[r][name], cp_model.Domain.from_values(unseen)).only_enforce_if(b)
+            news.append(rm._and(rm.present[r], b))
+        rm.model.add_bool_or([b for b in news if b is not False] or [rm._false])
+        solver = _solver(options, deadline)
+        status = solver.solve(rm.model)
+        if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            _add_witness(rm, solver, values)
+        else:
+            return status == cp_model.INFEASIBLE
+
+
+def _prove_extremes(release: Release, known: KnownData, options: ExactOptions,
+                    deadline: _Deadline, name: str, values: dict[str, set[int]]) -> None:
+    """Add the smallest and largest possible value of a column (OPTIMAL proofs only), without
+    listing its domain."""
+    for maximize in (False, True):
+        try:
+            rm = _model(release, known, options, deadline)
+        except _OutOfTime:
+            return
+        if rm.n == 0:
+            return
+        lo, hi = rm._domain(release.schema.column(name))
+        pick = [rm.model.new_bool_var("") for _ in range(rm.n)]
+        rm.model.add_exactly_one(pick)
+        y = rm.model.new_int_var(lo, hi, "")
+        for r, b in enumerate(pick):
+            present = rm.present[r]
+            if present is False:
+                rm.model.add(b == 0)
+                continue
+            if present is not True:
+                rm.model.add_implication(b, present)
+            rm.model.add(y == rm.x[r][name]).only_enforce_if(b)
+        if maximize:
+            rm.model.maximize(y)
+        else:
+            rm.model.minimize(y)
+        solver = _solver(options, deadline)
+        if solver.solve(rm.model) == cp_model.OPTIMAL:
+            _add_witness(rm, solver, values)
 
 
 def _row_equals(rm: RecordModel, r: int, t: tuple[int, ...]) -> Any:
@@ -318,7 +415,11 @@ def explain_infeasibility(
     """
     options = options or ExactOptions()
     deadline = deadline or _Deadline(options.time_limit)
-    rm = RecordModel(release, known, symmetry_breaking=options.symmetry_breaking, switches=True)
+    check_model_size(release, known, options.max_model_size)
+    try:
+        rm = _model(release, known, options, deadline, switches=True)
+    except _OutOfTime:
+        return [], False
     labels = {v.index: k for k, v in rm.switches.items()}
 
     def check(active: list[str]) -> tuple[Any, list[str]]:

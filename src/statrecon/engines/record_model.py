@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -85,8 +86,72 @@ def row_count_bounds(release: Release, known: KnownData) -> Bounds:
     return Bounds(min(low, max(high, 0)), max(high, 0), tuple(source))
 
 
+DEFAULT_MAX_MODEL_SIZE = 500_000  # terms; about 1 KiB and 25 us of building each
+
+
+@dataclass(frozen=True)
+class ModelSize:
+    """What the model of a release would hold, estimated from the release alone (cheap)."""
+
+    rows: int
+    columns: int
+    statistics: int
+    terms: int  # rows x (row variables + literals of constraints and statistics per row)
+
+
+def model_size(release: Release, known: KnownData) -> ModelSize:
+    """Estimate the model before building it: a huge COUNT or many rows must not build."""
+    rows = row_count_bounds(release, known).high
+    per_row = sum(2 + (len(c.values) if c.is_categorical else 0) for c in release.schema.unknown)
+    per_row += sum(_atoms(c.predicate) for c in release.constraints)
+    per_row += sum(_statistic_terms(s) for s in release.statistics)
+    return ModelSize(rows, len(release.schema.columns), len(release.statistics),
+                     rows * max(per_row, 1))
+
+
+def check_model_size(release: Release, known: KnownData, limit: int | None) -> None:
+    """One clear error, before anything is built, when the model would be over ``limit``."""
+    if limit is None:
+        return
+    size = model_size(release, known)
+    if size.terms <= limit:
+        return
+    raise StatreconError(
+        f"{release.source or 'release'}: the exact model would have {_amount(size.rows)} rows "
+        f"x {size.columns} columns x {size.statistics} statistics (about "
+        f"{_amount(size.terms)} terms), over the limit of {limit:,}: bound the rows with "
+        "'records:' or raise the limit with --max-model-size (ExactOptions.max_model_size)"
+    )
+
+
+def _amount(n: int) -> str:
+    return f"{n:,}" if n < 10**12 else f"10^{len(str(n)) - 1}"
+
+
+def _atoms(pred: Predicate) -> int:
+    """Literals a predicate adds per row (one per comparison or set test)."""
+    if isinstance(pred, Not):
+        return _atoms(pred.arg)
+    if isinstance(pred, And | Or):
+        return 1 + sum(_atoms(a) for a in pred.args)
+    if isinstance(pred, InSet):
+        return max(1, len(pred.values))
+    return 0 if isinstance(pred, Const | KnownBool) else 1
+
+
+def _statistic_terms(s: Statistic) -> int:
+    if isinstance(s.answer, Noisy):
+        return 0
+    extra = {Aggregate.MEDIAN: 8, Aggregate.MIN: 2, Aggregate.MAX: 2}.get(s.query.aggregate, 0)
+    return 1 + _atoms(s.query.where) + (1 if s.query.column else 0) + extra
+
+
 class RecordModel:
-    """Builds the CP-SAT model for a release; keeps handles to rows, literals and switches."""
+    """Builds the CP-SAT model for a release; keeps handles to rows, literals and switches.
+
+    ``check`` is called between rows and statistics while building (a deadline raises there);
+    callers estimate the size first (``check_model_size``).
+    """
 
     def __init__(
         self,
@@ -95,6 +160,7 @@ class RecordModel:
         *,
         symmetry_breaking: bool = True,
         switches: bool = False,
+        check: Callable[[], None] | None = None,
     ) -> None:
         for col in release.schema.unknown:
             if not (col.is_integer or col.is_categorical):
@@ -116,14 +182,17 @@ class RecordModel:
         self.model.add(self._false == 0)
         self.ignored: list[str] = []
         self._domains: dict[int, tuple[int, int]] = {}
+        self._check = check or (lambda: None)
         self._rows()
         if symmetry_breaking:
             self._break_symmetry()
         for i, c in enumerate(release.constraints):
+            self._check()
             enf = self._switch(c.label(i))
             for r in range(self.n):
                 self._require(self._and(self.present[r], self.lit(r, Not(c.predicate))), enf)
         for s in release.statistics:
+            self._check()
             self._statistic(s)
 
     # --- rows ---------------------------------------------------------------------------
@@ -149,6 +218,8 @@ class RecordModel:
         self.x: list[dict[str, Value]] = []
         self.onehot: list[dict[str, list[Any]]] = []
         for r in range(n):
+            if r % 256 == 0:
+                self._check()
             row: dict[str, Value] = {}
             hots: dict[str, list[Any]] = {}
             for col in self.columns:

@@ -1,0 +1,126 @@
+"""Ctrl-C and SIGTERM stop a run within a second, whatever it is doing.
+
+CP-SAT solves with the GIL released, so Python's own signal handler only runs once a solve
+returns, and CP-SAT by default catches SIGINT itself and just ends the search early (the
+caller then carries on as if a time limit had passed). ``install`` (called by the CLI) makes
+SIGTERM raise ``KeyboardInterrupt`` like SIGINT, and starts a thread woken by either signal
+(``signal.set_wakeup_fd``) that stops every solve in progress. ``Solver`` is the CpSolver the
+engines use: it leaves SIGINT to Python, registers itself while it solves, and raises
+``KeyboardInterrupt`` when a signal stopped it, so no engine mistakes an interrupt for a
+time-out. Without ``install`` (library use) it behaves exactly like ``CpSolver``.
+"""
+
+from __future__ import annotations
+
+import signal
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+from typing import Any
+
+from ortools.sat.python import cp_model
+
+_requested = threading.Event()
+_deferring = False  # main thread inside ``deferred()``
+_installed = False
+_active: set[Solver] = set()
+_lock = threading.Lock()
+_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_KEEP_STOPPING_S = 10.0  # a solve may register just after the watcher looked
+_wakeup: tuple[socket.socket, socket.socket] | None = None  # kept open for the process
+
+
+def install() -> None:
+    """SIGINT and SIGTERM raise KeyboardInterrupt and stop running solves (main thread only)."""
+    global _installed, _wakeup
+    if _installed or threading.current_thread() is not threading.main_thread():
+        return
+    reader, writer = socket.socketpair()
+    writer.setblocking(False)
+    for sig in _SIGNALS:
+        signal.signal(sig, _raise)
+    signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+    _wakeup = (reader, writer)
+    threading.Thread(target=_watch, args=(reader,), daemon=True,
+                     name="statrecon-interrupt").start()
+    _installed = True
+
+
+def requested() -> bool:
+    """True once SIGINT or SIGTERM arrived (only after ``install``)."""
+    return _requested.is_set()
+
+
+def check() -> None:
+    """Raise KeyboardInterrupt if a signal asked to stop (for long loops without solves)."""
+    if _requested.is_set():
+        raise KeyboardInterrupt
+
+
+@contextmanager
+def deferred() -> Iterator[None]:
+    """Let a short critical step finish (starting a worker: a pickle half-sent to it makes it
+    die with a traceback); a signal that arrives meanwhile raises at the end."""
+    global _deferring
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    outer, _deferring = _deferring, True
+    try:
+        yield
+    finally:
+        _deferring = outer
+    if not outer:
+        check()
+
+
+def _raise(signum: int, frame: FrameType | None) -> None:
+    _requested.set()
+    if not _deferring:
+        raise KeyboardInterrupt
+
+
+def _watch(reader: socket.socket) -> None:
+    """Stop the solves in progress as soon as a signal arrives, and keep stopping new ones."""
+    while True:
+        try:
+            data = reader.recv(64)
+        except OSError:
+            return
+        if not data:
+            return
+        if not any(b in _SIGNALS for b in data):
+            continue
+        _requested.set()
+        end = time.monotonic() + _KEEP_STOPPING_S
+        while time.monotonic() < end:
+            with _lock:
+                active = list(_active)
+            for solver in active:
+                solver.stop_search()
+            time.sleep(0.02)
+
+
+class Solver(cp_model.CpSolver):
+    """A CpSolver that Ctrl-C and SIGTERM stop at once (see the module docstring)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        if _installed:
+            self.parameters.catch_sigint_signal = False
+
+    def solve(self, model: cp_model.CpModel,
+              solution_callback: cp_model.CpSolverSolutionCallback | None = None) -> Any:
+        with _lock:
+            _active.add(self)
+        try:
+            check()
+            status = super().solve(model, solution_callback)
+        finally:
+            with _lock:
+                _active.discard(self)
+        check()
+        return status
