@@ -59,6 +59,7 @@ from ortools.sat.python import cp_model
 from statrecon.census import households as hh
 from statrecon.engines.claims import BlockRelease, Claim
 from statrecon.errors import InconsistentReleaseError
+from statrecon.interrupt import Solver
 
 HASH_MAX = 1 << 16  # hash coefficients h are drawn from [1, HASH_MAX)
 
@@ -201,7 +202,7 @@ def _left(end: float | None) -> float | None:
 
 
 def _solver(left: float | None, workers: int, seed: int) -> cp_model.CpSolver:
-    solver = cp_model.CpSolver()
+    solver = Solver()  # Ctrl-C / SIGTERM stop it at once
     solver.parameters.num_workers = max(1, workers)
     solver.parameters.random_seed = seed
     if left is not None:
