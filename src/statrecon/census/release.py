@@ -12,20 +12,22 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from statrecon.census.persons import GEOID_LENGTH, TRACT_LENGTH
 from statrecon.census.sf1 import Sf1Cell, definitions_digest
+from statrecon.db import hardened
 from statrecon.engines.census import TractTables
 from statrecon.errors import StatreconError
 
 METADATA_KEY = b"statrecon.census"
 FORMAT = 1
 COLUMNS = ("level", "geoid", "table", "cell", "value")
-SELECT_COLUMNS = ", ".join(f'"{c}"' for c in COLUMNS)
+# What one geography can hold: no 2010 block had more than a few thousand persons, no tract
+# more than about 40,000. A larger published count is an error (or an attack on our memory).
+MAX_VALUE = {"block": 100_000, "tract": 1_000_000}
 
 
 def write_release(table: pa.Table, cells: tuple[Sf1Cell, ...], tables: str, path: Path) -> None:
@@ -138,33 +140,49 @@ def _hash_values(block_values: np.ndarray, tract_values: np.ndarray,
     return h.hexdigest()[:16]
 
 
+def _read_columns(path: Path) -> pa.Table:
+    """The five columns, strings dictionary-encoded (a few bytes per row, not a string each)."""
+    try:
+        return pq.read_table(path, columns=list(COLUMNS),
+                             read_dictionary=["level", "geoid", "table", "cell"])
+    except (pa.ArrowException, OSError, ValueError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise StatreconError(f"{path}: cannot read the release: {first[:200]}") from None
+
+
 def _values(path: Path, cells: tuple[Sf1Cell, ...]
             ) -> tuple[np.ndarray, np.ndarray, tuple[str, ...], tuple[str, ...]]:
     """Pivot the long table to (geographies x cells) per level, checking every entry.
 
-    DuckDB reads the file and turns geoids and cells into integer codes, so memory stays at a
-    few numbers per published value (no Python string per row).
+    pyarrow reads the file (dictionary-encoded) and a locked DuckDB connection turns geoids
+    and cells into integer codes, so memory stays at a few numbers per published value.
     """
-    con = duckdb.connect()
-    quoted = str(path).replace("'", "''")
-    con.execute(f"CREATE VIEW release AS SELECT {SELECT_COLUMNS} "
-                f"FROM read_parquet('{quoted}')")
+    con = hardened({"release": _read_columns(path)})
+    number = "TRY_CAST(value AS DOUBLE)"
 
-    def first(condition: str) -> tuple[object, ...] | None:
+    def first(condition: str, params: dict[str, object] | None = None
+              ) -> tuple[object, ...] | None:
         rows = con.execute(f"SELECT level, geoid, \"table\", cell, value FROM release "
-                           f"WHERE {condition} LIMIT 1").fetchall()
+                           f"WHERE {condition} LIMIT 1", params or {}).fetchall()
         return rows[0] if rows else None
 
     bad = first("value IS NULL")
     if bad:
         raise StatreconError(f"{path}: {bad[0]} {bad[1]} {bad[2]} {bad[3]}: no value")
-    bad = first("value < 0 OR value <> round(value)")
+    bad = first(f"{number} IS NULL OR NOT isfinite({number}) OR {number} < 0 "
+                f"OR {number} <> round({number})")
     if bad:
         raise StatreconError(f"{path}: {bad[0]} {bad[1]} {bad[2]} {bad[3]}: a count must be "
-                             f"a whole number >= 0, got {bad[4]}")
+                             f"a whole number >= 0, got {bad[4]!r}")
     bad = first("level NOT IN ('block', 'tract') OR level IS NULL")
     if bad:
         raise StatreconError(f"{path}: unknown level {bad[0]!r} (expected block or tract)")
+    for level, limit in MAX_VALUE.items():
+        bad = first(f"level = $level AND {number} > $limit", {"level": level, "limit": limit})
+        if bad:
+            raise StatreconError(f"{path}: {bad[0]} {bad[1]} {bad[2]} {bad[3]}: value {bad[4]} "
+                                 f"is more than a census {level} holds (at most {limit:,} "
+                                 f"persons)")
     out: list[np.ndarray] = []
     geos: list[tuple[str, ...]] = []
     for level, length in (("block", GEOID_LENGTH), ("tract", TRACT_LENGTH)):
@@ -172,37 +190,41 @@ def _values(path: Path, cells: tuple[Sf1Cell, ...]
         con.register("defs", pa.table({"ci": pa.array(range(len(level_cells)), pa.int64()),
                                        "cell": [c.cell for c in level_cells]}))
         ids = tuple(str(r[0]) for r in con.execute(
-            f"SELECT DISTINCT geoid FROM release WHERE level = '{level}' ORDER BY geoid"
-        ).fetchall())
+            "SELECT DISTINCT geoid FROM release WHERE level = $level ORDER BY geoid",
+            {"level": level}).fetchall())
         wrong = [g for g in ids if len(g) != length or not g.isdigit()]
         if wrong:
             raise StatreconError(f"{path}: {level} geoid {wrong[0]!r} must be {length} digits")
-        unknown = con.execute(f"SELECT r.geoid, r.cell FROM release r ANTI JOIN defs d "
-                              f"ON r.cell = d.cell WHERE r.level = '{level}' LIMIT 1"
-                              ).fetchall()
+        unknown = con.execute("SELECT r.geoid, r.cell FROM release r ANTI JOIN defs d "
+                              "ON r.cell = d.cell WHERE r.level = $level LIMIT 1",
+                              {"level": level}).fetchall()
         if unknown:
             raise StatreconError(f"{path}: {level} {unknown[0][0]}: cell {unknown[0][1]} is "
                                  f"not a {level}-level cell of the release's definitions")
         arrays = con.execute(f"""
-            SELECT dense_rank() OVER (ORDER BY r.geoid) - 1 AS gi, d.ci,
-                   CAST(r.value AS BIGINT) AS value
+            SELECT CAST(dense_rank() OVER (ORDER BY r.geoid) - 1 AS INTEGER) AS gi,
+                   CAST(d.ci AS INTEGER) AS ci, CAST({number} AS INTEGER) AS value
             FROM release r JOIN defs d ON r.cell = d.cell
-            WHERE r.level = '{level}'""").fetchnumpy()
+            WHERE r.level = $level""", {"level": level}).fetchnumpy()
         con.unregister("defs")
-        gi = np.asarray(arrays["gi"], dtype=np.int64)
-        ci = np.asarray(arrays["ci"], dtype=np.int64)
-        matrix = np.full((len(ids), len(level_cells)), -1, dtype=np.int64)
-        counts = np.zeros_like(matrix)
-        np.add.at(counts, (gi, ci), 1)
-        if (counts > 1).any():
-            g, c = np.argwhere(counts > 1)[0]
+        gi = np.asarray(arrays["gi"])  # int32: values are bounded by MAX_VALUE
+        ci = np.asarray(arrays["ci"])
+        n_cells = len(level_cells)
+        flat = np.sort(gi.astype(np.int64) * n_cells + ci)  # one (geography, cell) key each
+        twice = np.flatnonzero(flat[1:] == flat[:-1])
+        if len(twice):
+            g, c = divmod(int(flat[twice[0]]), n_cells)
             raise StatreconError(f"{path}: {level} {ids[g]} cell {level_cells[c].cell} "
                                  f"appears more than once")
-        if (counts == 0).any():
-            g, c = np.argwhere(counts == 0)[0]
+        if len(flat) < len(ids) * n_cells:
+            present = np.zeros(len(ids) * n_cells, dtype=bool)
+            present[flat] = True
+            g, c = divmod(int(np.argmin(present)), n_cells)
             raise StatreconError(f"{path}: {level} {ids[g]}: cell {level_cells[c].table} "
                                  f"{level_cells[c].cell} is missing")
-        matrix[gi, ci] = np.asarray(arrays["value"], dtype=np.int64)
+        del flat
+        matrix = np.empty((len(ids), n_cells), dtype=np.int64)
+        matrix[gi, ci] = arrays["value"]
         out.append(matrix)
         geos.append(ids)
     blocks, tracts = geos

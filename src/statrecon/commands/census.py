@@ -7,7 +7,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -15,6 +15,7 @@ from rich.table import Table
 
 from statrecon.commands.progress import work_bar
 from statrecon.errors import InconsistentReleaseError, StatreconError
+from statrecon.outputs import check_writable
 
 census_app = typer.Typer(
     add_completion=False,
@@ -84,7 +85,9 @@ def reconstruct(
     from statrecon.census.run import reconstruct_release
     from statrecon.engines.census import CensusOptions
 
+    check_writable(out, "--out")
     rel = read_release(release)
+    _check_model_sizes(rel)
     n_workers = workers or os.cpu_count() or 1
     options = CensusOptions(time_limit=time_limit, certify=certify)
     err = Console(stderr=True)
@@ -115,6 +118,28 @@ def reconstruct(
                else ""))
     if summary.statuses.get("unknown"):
         raise typer.Exit(EXIT_UNKNOWN)
+
+
+def _check_model_sizes(rel: Any) -> None:
+    """Refuse, before solving anything, a tract whose model or population would not fit.
+
+    Bounds each tract's persons (they are listed one by one in the output) and the size of its
+    CP-SAT model, estimated from the published zeros without building it.
+    """
+    from statrecon.census.release import MAX_VALUE
+    from statrecon.engines.census import MAX_TRACT_VARIABLES, CellMatrices, model_variables
+
+    mats = CellMatrices.build(rel.cells)
+    for tables in rel.tract_tables():
+        if tables.persons > MAX_VALUE["tract"]:
+            raise StatreconError(f"{rel.path}: tract {tables.tract}: its blocks hold "
+                                 f"{tables.persons:,} persons, more than a census tract holds "
+                                 f"(at most {MAX_VALUE['tract']:,})")
+        n = model_variables(tables, mats)
+        if n > MAX_TRACT_VARIABLES:
+            raise StatreconError(f"{rel.path}: tract {tables.tract}: the model would have "
+                                 f"{n:,} variables (at most {MAX_TRACT_VARIABLES:,}); publish "
+                                 "more tables (their zeros prune it) or split the tract")
 
 
 @census_app.command("block-release")

@@ -1,0 +1,88 @@
+"""Check that an output can be written before any work starts, and write files atomically.
+
+A run that solves for an hour and then finds its output folder read-only has wasted the hour;
+so every command checks each output path first (creating nothing that stays behind), and
+writes each file to a temporary name that is renamed into place only when complete.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from statrecon.errors import StatreconError
+
+
+def check_writable(path: Path, what: str = "output") -> Path:
+    """``path`` if a file can be created (or replaced) there, else a one-line StatreconError.
+
+    Creates and removes a temporary file next to ``path``: the only reliable test (permissions,
+    read-only mounts, ACLs, full disks all show up). An existing ``path`` is left untouched.
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise StatreconError(f"{what} {path}: is a folder, not a file")
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise StatreconError(f"{what} {path}: no such folder {folder}")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".probe", dir=folder)
+    except OSError as e:
+        raise StatreconError(f"{what} {path}: cannot write there: "
+                             f"{e.strerror or e}") from None
+    os.close(fd)
+    with contextlib.suppress(OSError):
+        os.unlink(probe)
+    if path.exists() and not os.access(path, os.W_OK):
+        raise StatreconError(f"{what} {path}: the existing file is read-only")
+    return path
+
+
+def check_writable_folder(folder: Path, what: str = "output folder") -> Path:
+    """``folder`` if files can be written in it (it is created if missing), else an error."""
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise StatreconError(f"{what} {folder}: exists and is not a folder")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise StatreconError(f"{what} {folder}: cannot create it: {e.strerror or e}") from None
+    check_writable(folder / "probe", what)
+    return folder
+
+
+def temporary_sibling(path: Path) -> Path:
+    """A fresh temporary file name in ``path``'s folder (same file system: rename is atomic)."""
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp",
+                                dir=path.parent if str(path.parent) else Path("."))
+    os.close(fd)
+    return Path(name)
+
+
+@contextlib.contextmanager
+def atomic_outputs(*paths: Path) -> Iterator[tuple[Path, ...]]:
+    """Temporary paths to write ``paths`` to; all renamed into place only if the block succeeds.
+
+    On any failure every temporary file is removed and no final path is touched, so a run
+    never leaves one of several outputs half-written or out of step with the others.
+    """
+    temps: list[Path] = []
+    try:
+        for p in paths:
+            try:
+                temps.append(temporary_sibling(Path(p)))
+            except OSError as e:
+                raise StatreconError(f"{p}: cannot write: {e.strerror or e}") from None
+        yield tuple(temps)
+        for tmp, final in zip(temps, paths, strict=True):
+            try:
+                tmp.replace(final)
+            except OSError as e:
+                raise StatreconError(f"{final}: cannot write: {e.strerror or e}") from None
+    finally:
+        for tmp in temps:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
