@@ -126,7 +126,8 @@ def test_domain_span_and_membership() -> None:
 
 @pytest.mark.parametrize("engine", ["rational", "modular"])
 def test_auditor_answer_the_domain_cannot_produce(engine: str) -> None:
-    aud = StreamAuditor(3, engine=engine, seed=1, domain=Domain(F(0), F(40)))  # type: ignore[arg-type]
+    aud = StreamAuditor(3, engine=engine, seed=1,  # type: ignore[arg-type]
+                        domain=Domain(F(0), F(40)))
     step = aud.add({0: 1, 1: 1}, F(81), "big")
     assert step.status == "inconsistent" and step.conflict == (("big", F(1)),)
     assert step.attainable == (F(0), F(80)) and step.outside is None
@@ -136,7 +137,8 @@ def test_auditor_answer_the_domain_cannot_produce(engine: str) -> None:
 
 @pytest.mark.parametrize("engine", ["rational", "modular"])
 def test_auditor_record_pinned_outside_the_domain(engine: str) -> None:
-    aud = StreamAuditor(3, engine=engine, seed=1, domain=Domain(F(0), F(40)))  # type: ignore[arg-type]
+    aud = StreamAuditor(3, engine=engine, seed=1,  # type: ignore[arg-type]
+                        domain=Domain(F(0), F(40)))
     assert aud.add({0: 1, 1: 1}, F(50), "a").status == "accepted"  # 50 <= 80: possible
     step = aud.add({1: 1}, F(5), "b")  # then record 0 is 45
     assert step.status == "inconsistent" and step.outside is not None

@@ -8,6 +8,7 @@ on stderr, print a Rich table (or ``--json``) on stdout, write JSON and PNG file
 from __future__ import annotations
 
 import json
+import math
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -48,10 +49,17 @@ def _numbers(option: str, text: str) -> list[float]:
 
 
 def _integers(option: str, text: str) -> list[int]:
+    """Whole numbers read as integers (a float would round 10**20 + 1)."""
     values = _numbers(option, text)
-    if any(not v.is_integer() for v in values):
+    if any(not (math.isfinite(v) and v.is_integer()) for v in values):
         raise StatreconError(f"{option} {text!r}: expected whole numbers")
-    return [int(v) for v in values]
+    out = []
+    for p in text.split(","):
+        try:
+            out.append(int(p.strip()))
+        except ValueError:  # "4.0" or "1e3"
+            out.append(int(float(p)))
+    return out
 
 
 def _plain_numbers(option: str, text: str) -> list[float | int]:
@@ -121,6 +129,32 @@ def _progress(description: str) -> Iterator[ProgressFn]:
         yield update
 
 
+def _check_diffix(ids: int, primes: list[int] | None, offsets: list[float | int] | None,
+                  exponents: list[float | int] | None) -> None:
+    """The Cohen–Nissim parameters, named by their options (the library checks them too)."""
+    from statrecon import querygen
+    from statrecon.experiments import dinur_nissim as dn
+
+    queries = (len(querygen.DEFAULT_PRIMES if primes is None else primes)
+               * len(querygen.DEFAULT_OFFSETS if offsets is None else offsets)
+               * len(querygen.DEFAULT_EXPONENTS if exponents is None else exponents))
+    if queries * ids > dn.MAX_MATRIX_ENTRIES:
+        raise StatreconError(f"--ids {ids}: {queries:,} queries × {ids:,} records is more than "
+                             f"{dn.MAX_MATRIX_ENTRIES:,} matrix entries")
+
+    checks: list[tuple[str, Any, Callable[..., None]]] = [
+        ("--primes", primes, dn.check_primes),
+        ("--offsets", offsets, lambda v: dn.check_positive("offsets", v)),
+        ("--exponents", exponents, lambda v: dn.check_positive("exponents", v))]
+    for option, values, check in checks:
+        if values is None:
+            continue
+        try:
+            check(values)
+        except dn.ExperimentError as err:
+            raise StatreconError(f"{option}: {err}") from None
+
+
 def _fmt(x: float | None, digits: int = 3) -> str:
     return "–" if x is None else f"{x:.{digits}f}"
 
@@ -138,7 +172,7 @@ def dinur_nissim(
     methods: Annotated[str, typer.Option(
         help="Attacks, comma separated: ls, lp-l1, lp-linf, ip, kaczmarz, sgd.")]
         = "ls,lp-l1,lp-linf",
-    seed: Annotated[int, typer.Option(help="Seed of secrets, queries and noise.")] = 0,
+    seed: Annotated[int, typer.Option(min=0, help="Seed of secrets, queries and noise.")] = 0,
     trials: Annotated[int, typer.Option(help="Independent instances averaged.")] = 1,
     out: Annotated[Path | None, typer.Option(
         help="Directory for dinur_nissim.json/png (and the optional parts' files).")] = None,
@@ -184,6 +218,8 @@ def dinur_nissim(
         Subsampling(rate)
     if any(v < 2 for v in ns):
         raise StatreconError(f"--runtime-ns {runtime_ns!r}: every n must be >= 2")
+    for size in [n, *ns]:
+        dn.check_size(size, c)
     if not (exhaustive_alpha >= 0 and exhaustive_alpha < float("inf")):
         raise StatreconError(f"--exhaustive-alpha {exhaustive_alpha}: must be a number >= 0")
     directory = _prepare_out(out)
@@ -314,7 +350,8 @@ def diffix(
         help="Diffix-like noise: std base_sigma·√(conditions per query).")] = 1.0,
     method: Annotated[str, typer.Option(help="Decoder: lp-l1, lp-linf, ls, ip, ...")]
         = "lp-l1",
-    seed: Annotated[int, typer.Option(help="Seed of the secret and the sticky noise.")] = 0,
+    seed: Annotated[int, typer.Option(
+        min=0, help="Seed of the secret and the sticky noise.")] = 0,
     time_limit: Annotated[float | None, typer.Option(help="Seconds for the solve.")] = 60.0,
     out: Annotated[Path | None, typer.Option(help="Directory for diffix.json.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
@@ -328,6 +365,7 @@ def diffix(
     _methods(method)
     if time_limit is not None and not time_limit > 0:
         raise StatreconError(f"--time-limit {time_limit}: must be > 0")
+    _check_diffix(ids, p, o, e)
     directory = _prepare_out(out)
     with Console(stderr=True).status("Querying the Diffix-like interface and decoding…"):
         result = dn.diffix_attack(ids, p, o, e, base_sigma, seed, method, time_limit)

@@ -50,6 +50,8 @@ __all__ = [
 
 ESTIMATORS = ("ls", "lp-l1", "lp-linf", "ip", "kaczmarz", "sgd")
 EXHAUSTIVE_MAX_N = 16
+_MAX_PRIME = 10**9  # trial division up to its square root: milliseconds
+MAX_MATRIX_ENTRIES = 10**8  # queries × records of one instance (dense: 800 MB of float64)
 Progress = Callable[[int, int, str], None]  # (units done, units in all, what just finished)
 # Random streams are keyed [seed, tag, ...] with a distinct tag per purpose: numpy's SeedSequence
 # treats [s, 0] like [s], so keys of different lengths must never differ by trailing zeros only.
@@ -74,13 +76,46 @@ def _check_methods(methods: Sequence[str]) -> tuple[str, ...]:
     return chosen
 
 
-def _check_size(n: int, c: float) -> int:
+def check_size(n: int, c: float) -> int:
     """k = round(c·n) queries; both must be positive."""
     if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 2:
         raise ExperimentError(f"n must be an integer >= 2, got {n!r}")
     if not math.isfinite(c) or c <= 0:
         raise ExperimentError(f"c must be a number > 0, got {c!r}")
-    return max(1, round(c * n))
+    k = max(1, round(c * n))
+    _check_entries(k, int(n), f"n = {n}, c = {c:g}")
+    return k
+
+
+def _check_entries(k: int, n: int, what: str) -> None:
+    """Refuse an instance whose query matrix would not fit in memory, before drawing it."""
+    if k * n > MAX_MATRIX_ENTRIES:
+        raise ExperimentError(f"{what}: {k:,} queries × {n:,} records is more than "
+                              f"{MAX_MATRIX_ENTRIES:,} matrix entries")
+
+
+def check_primes(primes: Sequence[int]) -> None:
+    for m in primes:
+        if isinstance(m, bool) or not isinstance(m, int | np.integer) or not _is_prime(int(m)):
+            raise ExperimentError(f"primes must be prime numbers below {_MAX_PRIME:,}, got {m!r}")
+    if len(set(primes)) != len(primes):
+        raise ExperimentError(f"a prime is named twice in {', '.join(map(str, primes))}")
+
+
+def _is_prime(m: int) -> bool:
+    """Trial division: Cohen–Nissim primes are small (2, 3, 5, 7, 11 by default)."""
+    if m < 2 or m > _MAX_PRIME:
+        return False
+    return all(m % d for d in range(2, math.isqrt(m) + 1))
+
+
+def check_positive(name: str, values: Sequence[float]) -> None:
+    for v in values:
+        if isinstance(v, bool) or not math.isfinite(v) or v <= 0:
+            raise ExperimentError(f"{name} must be finite numbers > 0, got {v!r}")
+    if len(set(values)) != len(values):
+        raise ExperimentError(f"a value is named twice in {name}: "
+                              f"{', '.join(f'{v:g}' for v in values)}")
 
 
 def _random_matrix(n: int, k: int, rng: np.random.Generator, p: float = 0.5) -> np.ndarray:
@@ -213,7 +248,7 @@ def phase_transition(n: int = 1000, c: float = 4,
     is the fraction of bits right after rounding at 1/2; the baseline guesses the majority.
     """
     start = time.perf_counter()
-    k = _check_size(n, c)
+    k = check_size(n, c)
     chosen = _check_methods(methods)
     factors = [_check_factor("sigmas", f) for f in sigmas_in_sqrt_n]
     if not factors:
@@ -312,7 +347,7 @@ def subsampling_defence(n: int = 1000, c: float = 4,
     guess the rest: accuracy on unsampled records stays near the baseline whatever the method,
     while each answer is still within O(√(n log k)) of the truth.
     """
-    k = _check_size(n, c)
+    k = check_size(n, c)
     (chosen,) = _check_methods([method])
     if not rates:
         raise ExperimentError("no sampling rate given")
@@ -377,7 +412,7 @@ def runtime_scaling(ns: Sequence[int] = (100, 200, 500, 1000), c: float = 4,
     rows: list[dict[str, Any]] = []
     total, done = len(ns) * len(chosen), 0
     for n in ns:
-        k = _check_size(n, c)
+        k = check_size(n, c)
         rng = np.random.default_rng([seed, 1, n])
         s = (rng.random(n) < 0.5).astype(np.float64)
         F = _random_matrix(n, k, rng)
@@ -610,6 +645,10 @@ def diffix_attack(n_ids: int = 200, primes: Sequence[int] | None = None,
     e = tuple(querygen.DEFAULT_EXPONENTS if exponents is None else exponents)
     if not (p and o and e):
         raise ExperimentError("primes, offsets and exponents must each hold at least one value")
+    check_primes(p)
+    check_positive("offsets", o)
+    check_positive("exponents", e)
+    _check_entries(len(p) * len(o) * len(e), int(n_ids), f"n_ids = {n_ids}")
     ids = np.arange(1, n_ids + 1, dtype=np.int64)
     rng = np.random.default_rng([seed, n_ids])
     secret = rng.random(n_ids) < 0.5
