@@ -254,15 +254,32 @@ def _solver(options: CensusOptions, end: float | None) -> cp_model.CpSolver:
     return solver
 
 
-def compile_tract(tables: TractTables, mats: CellMatrices) -> _Model:
-    """Variables where no published zero forbids them; one equality per nonzero cell."""
+# Largest tract model built: CP-SAT needs a few KB per variable (and certification clones the
+# model), so 200,000 variables stay near a gigabyte. Real SF1 tracts need a few thousand.
+MAX_TRACT_VARIABLES = 200_000
+
+
+def _free_cells(tables: TractTables, mats: CellMatrices) -> tuple[np.ndarray, np.ndarray]:
+    """(block position, attribute cell) of every count no published zero forbids."""
     vb = tables.block_values
-    counts = mats.is_count
-    zero_block = sp.csr_matrix(((vb == 0) & counts[None, :]).astype(np.int32))
+    zero_block = sp.csr_matrix(((vb == 0) & mats.is_count[None, :]).astype(np.int32))
     forbidden = (zero_block @ mats.block).toarray() > 0
     zero_tract = (tables.tract_values == 0).astype(np.int8)
     forbidden |= (sp.csr_matrix(zero_tract[None, :]) @ mats.tract).toarray() > 0
     block_of, cell_of = np.nonzero(~forbidden)
+    return block_of, cell_of
+
+
+def model_variables(tables: TractTables, mats: CellMatrices) -> int:
+    """How many variables ``compile_tract`` would create (checked before anything is built)."""
+    return len(_free_cells(tables, mats)[0])
+
+
+def compile_tract(tables: TractTables, mats: CellMatrices) -> _Model:
+    """Variables where no published zero forbids them; one equality per nonzero cell."""
+    vb = tables.block_values
+    counts = mats.is_count
+    block_of, cell_of = _free_cells(tables, mats)
     model = cp_model.CpModel()
     # Upper bound of each count: the smallest published cell containing it.
     count_rows = np.flatnonzero(counts)
