@@ -91,7 +91,12 @@ class StatisticSpec(_Strict):
         if isinstance(v, bool):  # pydantic would read true as 1
             word = "yes/true" if v else "no/false"
             raise ValueError(f"YAML read a bare {word} as a boolean; a number is expected")
-        return _finite(v)
+        return v
+
+    @field_validator("value", "error", mode="after")
+    @classmethod
+    def _finite_number(cls, v: Any) -> Any:
+        return _finite(v)  # after: pydantic turns the text '1e99999' into inf
 
     @field_validator("noise", mode="after")
     @classmethod
@@ -177,9 +182,7 @@ def read_text_file(path: Path) -> str:
 def parse_release(text: str, source: Path | None = None) -> Release:
     where = str(source) if source else "<release>"
     try:
-        _reject_aliases(text, where)
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        node, data = _load_yaml(text, where)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         line = f":{mark.line + 1}" if mark else ""
@@ -200,14 +203,38 @@ def parse_release(text: str, source: Path | None = None) -> Release:
     return _build(spec, lines, where, source)
 
 
-def _reject_aliases(text: str, where: str) -> None:
-    """No YAML anchors or aliases: a release never needs them, and a few hundred bytes of
-    nested aliases expand to billions of nodes (the 'billion laughs')."""
-    for event in yaml.parse(text, Loader=yaml.SafeLoader):
-        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
-            line = event.start_mark.line + 1 if event.start_mark is not None else 1
-            raise ReleaseError(f"{where}:{line}: YAML anchors and aliases (&name, *name) are not "
-                               "allowed in a release file; write the values out")
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when installed
+
+
+def _load_yaml(text: str, where: str) -> tuple[yaml.Node | None, Any]:
+    """The node tree (for line numbers) and the data, from one parse; aliases refused before
+    anything is built from them."""
+    loader = _YAML_LOADER(text)
+    try:
+        node = loader.get_single_node()
+        _reject_aliases(node, where)
+        return node, (loader.construct_document(node) if node is not None else None)
+    finally:
+        loader.dispose()
+
+
+def _reject_aliases(node: yaml.Node | None, where: str) -> None:
+    """No YAML aliases: a release never needs them, and a few hundred bytes of nested aliases
+    expand to billions of values (the 'billion laughs'). An alias is a node reached twice."""
+    seen: set[int] = set()
+    stack = [node] if node is not None else []
+    while stack:
+        current = stack.pop()
+        if id(current) in seen:
+            line = current.start_mark.line + 1 if current.start_mark is not None else 1
+            raise ReleaseError(f"{where}:{line}: YAML aliases (*name) are not allowed in a "
+                               "release file; write the values out")
+        seen.add(id(current))
+        if isinstance(current, yaml.MappingNode):
+            for key, value in current.value:
+                stack.extend((key, value))
+        elif isinstance(current, yaml.SequenceNode):
+            stack.extend(current.value)
 
 
 def _reject_duplicate_keys(node: yaml.Node | None, where: str) -> None:
