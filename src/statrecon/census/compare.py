@@ -12,13 +12,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import numpy as np
 import pandas as pd
 
 from statrecon.census.persons import TRACT_LENGTH, load_persons
 from statrecon.census.sf1 import RACES
 from statrecon.census.store import read_recon
+from statrecon.db import open_connection
+from statrecon.errors import StatreconError
 
 KEY = ["sex", "age", "race", "hispanic"]
 
@@ -31,8 +32,8 @@ def _race_code(frame: pd.DataFrame) -> np.ndarray:
 
 
 def _truth(path: Path) -> pd.DataFrame:
-    con = duckdb.connect()
-    load_persons(path, con)
+    con = open_connection()
+    load_persons(path, con)  # locks con once the file is in
     frame = con.sql(f"SELECT block, sex, age, {', '.join(RACES)}, hispanic FROM persons"
                     ).df()
     frame["race"] = _race_code(frame)
@@ -107,11 +108,39 @@ def _binned(frame: pd.DataFrame, bins: list[int]) -> pd.DataFrame:
     return out
 
 
-def block_scores(truth_path: Path, recon_path: Path, *, seed: int = 0
+def _common_tracts(truth: pd.DataFrame, blocks: pd.DataFrame, truth_path: Path,
+                   recon_path: Path, strict: bool) -> tuple[pd.DataFrame, dict[str, int]]:
+    """The truth restricted to the reconstruction's tracts, and what was left out.
+
+    Scoring a reconstruction of three tracts against a whole county's persons would report
+    the county's match rate, not the reconstruction's; so by default only the common tracts
+    are compared and the rest is counted, and ``strict`` refuses instead.
+    """
+    tract = truth["block"].str[:TRACT_LENGTH]
+    keep = tract.isin(set(blocks["tract"]))
+    left = truth.loc[~keep, "block"]
+    out = {"truth_tracts_left_out": int(tract[~keep].nunique()),
+           "truth_blocks_left_out": int(left.nunique()),
+           "truth_persons_left_out": len(left)}
+    if not keep.any():
+        raise StatreconError(f"{truth_path}: no tract in common with {recon_path}; compare a "
+                             "reconstruction with the persons it was made from")
+    if strict and len(left):
+        raise StatreconError(
+            f"{truth_path}: {out['truth_blocks_left_out']:,} blocks in "
+            f"{out['truth_tracts_left_out']:,} tracts (for example {left.iloc[0]}) are not in "
+            f"{recon_path}; leave out --strict to compare the common tracts only")
+    return truth[keep.to_numpy()], out
+
+
+def block_scores(truth_path: Path, recon_path: Path, *, seed: int = 0, strict: bool = False
                  ) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """One row per true block: sizes, matches, baseline matches and what was certified."""
+    """One row per true block of the reconstructed tracts: sizes, matches, baseline matches
+    and what was certified (truth outside those tracts: counted in the info, or refused when
+    ``strict``)."""
     truth = _truth(truth_path)
     blocks, recon, meta = _recon(recon_path)
+    truth, left_out = _common_tracts(truth, blocks, truth_path, recon_path, strict)
     frame = truth.groupby("block").size().rename("persons").to_frame()
     frame["tract"] = frame.index.str[:TRACT_LENGTH]
     frame["reconstructed"] = recon.groupby("block").size()
@@ -143,12 +172,13 @@ def block_scores(truth_path: Path, recon_path: Path, *, seed: int = 0
     frame["unique"] = frame["unique"].astype("boolean").fillna(False).astype(bool)
     frame["unique_binned"] = frame["unique_binned"].astype("boolean").fillna(False).astype(bool)
     extra = sorted(set(blocks["block"]) - set(frame.index))
-    return frame, {"meta": meta, "blocks_not_in_truth": extra}
+    return frame, {"meta": meta, "blocks_not_in_truth": extra, **left_out}
 
 
-def compare(truth_path: Path, recon_path: Path, *, seed: int = 0) -> dict[str, Any]:
+def compare(truth_path: Path, recon_path: Path, *, seed: int = 0, strict: bool = False
+            ) -> dict[str, Any]:
     """The summary the Bureau reports (stable JSON keys; see the README)."""
-    f, info = block_scores(truth_path, recon_path, seed=seed)
+    f, info = block_scores(truth_path, recon_path, seed=seed, strict=strict)
     persons = int(f["persons"].sum())
     unique = f["unique"]
     unique_binned = f["unique_binned"]
@@ -178,5 +208,8 @@ def compare(truth_path: Path, recon_path: Path, *, seed: int = 0) -> dict[str, A
             (unique_binned & ~f["block_exact_binned"]).sum()),
         "blocks_not_reconstructed": int((f["status"].fillna("missing") != "ok").sum()),
         "blocks_not_in_truth": len(info["blocks_not_in_truth"]),
+        "truth_blocks_left_out": info["truth_blocks_left_out"],
+        "truth_tracts_left_out": info["truth_tracts_left_out"],
+        "truth_persons_left_out": info["truth_persons_left_out"],
         "seed": seed,
     }

@@ -15,11 +15,10 @@ from statrecon.census import households as hh
 
 def tabulate_sql(units: pd.DataFrame) -> dict[str, np.ndarray]:
     """Every published cell for every block, by DuckDB (one query, zeros included)."""
-    import duckdb
+    from statrecon.db import hardened
 
     cells = hh.table_index().cells
-    con = duckdb.connect()
-    con.register("units_df", units[["block", *hh.COLUMN_NAMES]])
+    con = hardened({"units_df": units[["block", *hh.COLUMN_NAMES]]})
     con.execute(f"CREATE TABLE {hh.TABLE} AS SELECT * FROM units_df")
     sums = ", ".join(f"SUM(CASE WHEN {c.sql()} THEN 1 ELSE 0 END)::BIGINT AS c{i}"
                      for i, c in enumerate(cells))

@@ -13,6 +13,7 @@ from pathlib import Path
 import duckdb
 
 from statrecon.census.sf1 import MAX_AGE, RACES
+from statrecon.db import lock
 from statrecon.errors import StatreconError
 
 BLOCK_COLUMN = "block_geoid"
@@ -23,11 +24,17 @@ GEOID_LENGTH = 15
 TRACT_LENGTH = 11
 
 
-def _source(path: Path) -> str:
-    quoted = str(path).replace("'", "''")
+def _read(path: Path, con: duckdb.DuckDBPyConnection) -> None:
+    """Table ``raw``: the file as read (CSV: every column as text), with its line numbers.
+
+    The path is a bound parameter, never SQL text.
+    """
     if path.suffix.lower() == ".parquet":
-        return f"read_parquet('{quoted}')"
-    return f"read_csv('{quoted}', all_varchar = true, header = true)"
+        source = "read_parquet($p)"
+    else:
+        source = "read_csv($p, all_varchar = true, header = true)"
+    con.execute(f"CREATE OR REPLACE TEMP TABLE raw AS SELECT *, "
+                f"row_number() OVER () + 1 AS line FROM {source}", {"p": str(path)})
 
 
 def _quote(values: tuple[str, ...]) -> str:
@@ -35,7 +42,9 @@ def _quote(values: tuple[str, ...]) -> str:
 
 
 def load_persons(path: Path, con: duckdb.DuckDBPyConnection) -> int:
-    """Create the validated view-backed table ``persons`` in ``con``; return the row count.
+    """Create the validated table ``persons`` in ``con``; return the row count.
+
+    ``con`` is locked afterwards (no file or network access; see ``statrecon.db``).
 
     Columns of ``persons``: block (15 chars), tract (11 chars), sex, age (INT), the race flags
     and hispanic (BOOLEAN). ``line`` is the file line (header = line 1) for messages.
@@ -43,8 +52,7 @@ def load_persons(path: Path, con: duckdb.DuckDBPyConnection) -> int:
     if not path.exists():
         raise StatreconError(f"{path}: no such file")
     try:
-        con.execute(f"CREATE OR REPLACE TEMP TABLE raw AS SELECT *, "
-                    f"row_number() OVER () + 1 AS line FROM {_source(path)}")
+        _read(path, con)
     except duckdb.Error as e:
         first = str(e).strip().splitlines()[0]
         raise StatreconError(f"{path}: cannot read as a persons file: {first}") from None
@@ -71,9 +79,10 @@ def load_persons(path: Path, con: duckdb.DuckDBPyConnection) -> int:
               f"block 4)", BLOCK_COLUMN)
     first_bad("sex IS NULL OR CAST(sex AS VARCHAR) NOT IN ('male', 'female')",
               "sex must be male or female", "sex")
-    first_bad("TRY_CAST(age AS INTEGER) IS NULL",
+    # A whole number as written: TRY_CAST would round '12.5' to 13 without a word.
+    first_bad("age IS NULL OR NOT regexp_full_match(trim(CAST(age AS VARCHAR)), '[0-9]{1,9}')",
               "age must be a whole number", "age")
-    first_bad(f"TRY_CAST(age AS INTEGER) NOT BETWEEN 0 AND {MAX_AGE}",
+    first_bad(f"CAST(trim(CAST(age AS VARCHAR)) AS INTEGER) NOT BETWEEN 0 AND {MAX_AGE}",
               f"age must be between 0 and {MAX_AGE} ({MAX_AGE} = {MAX_AGE} and over)", "age")
     ok = _quote(FLAG_TRUE + FLAG_FALSE)
     for flag in (*RACES, "hispanic"):
@@ -84,9 +93,11 @@ def load_persons(path: Path, con: duckdb.DuckDBPyConnection) -> int:
     con.execute(f"""
         CREATE OR REPLACE TEMP TABLE persons AS
         SELECT {block} AS block, substr({block}, 1, {TRACT_LENGTH}) AS tract,
-               CAST(sex AS VARCHAR) AS sex, CAST(age AS INTEGER) AS age, {flags}, line
+               CAST(sex AS VARCHAR) AS sex,
+               CAST(trim(CAST(age AS VARCHAR)) AS INTEGER) AS age, {flags}, line
         FROM raw ORDER BY block, line""")
     con.execute("DROP TABLE raw")
+    lock(con)  # the file is in: no SQL on this connection may touch another file
     no_race = " AND ".join(f"NOT {r}" for r in RACES)
     rows = con.execute(f"SELECT line FROM persons WHERE {no_race} ORDER BY line LIMIT 1"
                        ).fetchall()

@@ -8,6 +8,7 @@ back and reconstructs without the microdata or this package's cell file.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -17,7 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from statrecon.census.persons import GEOID_LENGTH, TRACT_LENGTH
-from statrecon.census.sf1 import Sf1Cell, definitions_digest
+from statrecon.census.sf1 import LEVELS, MAX_AGE, RACES, SEXES, Sf1Cell, definitions_digest
 from statrecon.db import hardened
 from statrecon.engines.census import TractTables
 from statrecon.errors import StatreconError
@@ -43,10 +44,61 @@ def write_release(table: pa.Table, cells: tuple[Sf1Cell, ...], tables: str, path
         raise StatreconError(f"{path}: cannot write: {e.strerror}") from None
 
 
-def _cell_from_json(d: dict[str, object]) -> Sf1Cell:
-    d = dict(d)
-    d["race"] = tuple(d["race"])  # type: ignore[arg-type]
-    return Sf1Cell(**d)  # type: ignore[arg-type]
+MAX_CELLS = 20_000  # SF1's person tables have 4,071 cells (with P13 4,074)
+NAME = re.compile(r"[A-Za-z0-9_.\-]{1,40}")
+FIELDS = {"table", "cell", "level", "title", "race", "two_or_more", "hispanic", "sex",
+          "age_lo", "age_hi", "statistic"}
+
+
+def _flag(value: object, what: str) -> bool | None:
+    if value is None or isinstance(value, bool):
+        return value
+    raise ValueError(f"{what} must be true, false or null, got {str(value)[:40]!r}")
+
+
+def _cell_from_json(d: object) -> Sf1Cell:
+    """One cell definition from the file's metadata, every field checked (it is user text:
+    names end up in messages and conditions in SQL)."""
+    if not isinstance(d, dict) or not FIELDS - {"statistic"} <= set(d) <= FIELDS:
+        raise ValueError("a cell definition needs exactly the fields " + ", ".join(sorted(FIELDS)))
+    for key in ("table", "cell"):
+        if not isinstance(d[key], str) or not NAME.fullmatch(d[key]):
+            raise ValueError(f"{key} {str(d[key])[:40]!r} is not a plain name")
+    cell = d["cell"]
+    if d["level"] not in LEVELS:
+        raise ValueError(f"cell {cell}: level must be block or tract")
+    if not isinstance(d["title"], str) or len(d["title"]) > 300:
+        raise ValueError(f"cell {cell}: title must be text (at most 300 characters)")
+    race = d["race"]
+    if not isinstance(race, list) or len(race) != len(RACES):
+        raise ValueError(f"cell {cell}: race must list {len(RACES)} flags")
+    lo, hi = d["age_lo"], d["age_hi"]
+    if not (type(lo) is int and type(hi) is int and 0 <= lo <= hi <= MAX_AGE):
+        raise ValueError(f"cell {cell}: ages must be whole numbers 0 <= age_lo <= age_hi <= "
+                         f"{MAX_AGE}")
+    if d["sex"] not in (None, *SEXES):
+        raise ValueError(f"cell {cell}: sex must be male, female or null")
+    if d.get("statistic", "count") not in ("count", "median"):
+        raise ValueError(f"cell {cell}: statistic must be count or median")
+    return Sf1Cell(d["table"], cell, d["level"], d["title"],
+                   tuple(_flag(r, f"cell {cell}: race flag") for r in race),
+                   _flag(d["two_or_more"], f"cell {cell}: two_or_more"),
+                   _flag(d["hispanic"], f"cell {cell}: hispanic"), d["sex"], lo, hi,
+                   d.get("statistic", "count"))
+
+
+def _cells_from_meta(meta: object) -> tuple[Sf1Cell, ...]:
+    if not isinstance(meta, dict) or not isinstance(meta.get("cells"), list):
+        raise ValueError("no list of cells")
+    if not 0 < len(meta["cells"]) <= MAX_CELLS:
+        raise ValueError(f"{len(meta['cells']):,} cells (expected 1 to {MAX_CELLS:,})")
+    cells = tuple(_cell_from_json(c) for c in meta["cells"])
+    seen: set[str] = set()
+    for c in cells:
+        if c.cell in seen:
+            raise ValueError(f"cell {c.cell} is defined twice")
+        seen.add(c.cell)
+    return cells
 
 
 @dataclass(frozen=True)
@@ -109,8 +161,8 @@ def read_release(path: Path) -> CensusRelease:
                              f"with `statrecon census tabulate`")
     try:
         meta = json.loads(raw)
-        cells = tuple(_cell_from_json(c) for c in meta["cells"])
-    except (ValueError, KeyError, TypeError) as e:
+        cells = _cells_from_meta(meta)
+    except (ValueError, KeyError, TypeError, RecursionError) as e:
         raise StatreconError(f"{path}: unreadable cell definitions ({e})") from None
     missing = [c for c in COLUMNS if c not in schema.names]
     if missing:

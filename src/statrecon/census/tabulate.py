@@ -86,10 +86,11 @@ def _medians(con: duckdb.DuckDBPyConnection, cells: list[Sf1Cell]) -> pa.Table:
     """Median age per block for each median cell, x MEDIAN_SCALE (0 for an empty group, as
     SF1 prints it)."""
     parts = []
-    for c in cells:
-        parts.append(con.sql(f"""
-            SELECT 'block' AS level, block AS geoid, '{c.table}' AS "table", '{c.cell}' AS cell,
+    for c in cells:  # c.sql() is built from the cell's typed fields; names are parameters
+        parts.append(con.execute(f"""
+            SELECT 'block' AS level, block AS geoid, $table AS "table", $cell AS cell,
                    CAST(coalesce(round({MEDIAN_SCALE} * quantile_cont(age, 0.5)
                                        FILTER (WHERE {c.sql()})), 0) AS INTEGER) AS value
-            FROM persons GROUP BY block ORDER BY block""").to_arrow_table())
+            FROM persons GROUP BY block ORDER BY block""",
+                                 {"table": c.table, "cell": c.cell}).to_arrow_table())
     return pa.concat_tables(parts)

@@ -37,17 +37,17 @@ def tabulate(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable summary.")] = False,
 ) -> None:
     """Compute every SF1 person-table cell for every block and tract (DuckDB, one query)."""
-    import duckdb
-
     from statrecon.census.persons import load_persons
     from statrecon.census.release import write_release
     from statrecon.census.sf1 import select_cells
     from statrecon.census.tabulate import tabulate_cells
+    from statrecon.db import open_connection
 
     cells = select_cells(tables, with_p13=with_p13)
+    check_writable(out, "--out")
     t0 = time.perf_counter()
-    con = duckdb.connect()
-    n = load_persons(persons, con)
+    con = open_connection()
+    n = load_persons(persons, con)  # locks con once the file is in
     table = tabulate_cells(con, cells)
     write_release(table, cells, tables, out)
     geos = {lv: len(set(con.execute(f"SELECT DISTINCT {lv} FROM persons").fetchall()))
@@ -152,6 +152,7 @@ def block_release(
     from statrecon.census.release import read_release
     from statrecon.census.statistics import block_release_yaml
 
+    check_writable(out, "--out")
     text = block_release_yaml(read_release(release), block)
     try:
         out.write_text(text, encoding="utf-8")
@@ -165,12 +166,19 @@ def compare(
     truth: Annotated[Path, typer.Option(help="The true persons file.")],
     recon: Annotated[Path, typer.Option(help="Reconstruction from `census reconstruct`.")],
     seed: Annotated[int, typer.Option(help="Seed of the random baseline.")] = 0,
+    strict: Annotated[bool, typer.Option("--strict", help="Refuse a truth file with tracts "
+                                         "the reconstruction lacks (default: compare the "
+                                         "common tracts and count the rest).")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
-    """Match rates as the Bureau reports them, with a random-assignment baseline."""
+    """Match rates as the Bureau reports them, with a random-assignment baseline.
+
+    Only the tracts of the reconstruction are scored; truth blocks elsewhere are counted
+    (truth_blocks_left_out), or refused with --strict.
+    """
     from statrecon.census.compare import compare as run
 
-    result = run(truth, recon, seed=seed)
+    result = run(truth, recon, seed=seed, strict=strict)
     if as_json:
         sys.stdout.write(json.dumps(result) + "\n")
         return
@@ -182,6 +190,12 @@ def compare(
             continue
         table.add_row(key, f"{value:.4f}" if isinstance(value, float) else f"{value:,}")
     Console().print(table)
+    if result["truth_blocks_left_out"]:
+        Console().print(f"Left out: {result['truth_blocks_left_out']:,} blocks "
+                        f"({result['truth_persons_left_out']:,} persons) in "
+                        f"{result['truth_tracts_left_out']:,} tracts of {truth} that {recon} "
+                        "does not cover; the rates are over the common tracts only "
+                        "(--strict refuses)", highlight=False, soft_wrap=True)
 
 
 @census_app.command()
@@ -194,5 +208,6 @@ def report(
     """An HTML report with plots a data steward can read."""
     from statrecon.census.report import write_report
 
+    check_writable(out, "--out")
     write_report(recon, out, truth=truth)
     Console(stderr=True).print(f"wrote {out}")
