@@ -51,6 +51,7 @@ def reconstruct(
     max_model_size: Annotated[int, typer.Option(
         min=1, help="Exact engine: refuse, before building it, a model estimated over this "
                     "many terms (rows x per-row variables and literals).")] = 500_000,
+    quiet: Annotated[bool, typer.Option("--quiet", help="No progress on stderr.")] = False,
 ) -> None:
     """Find every dataset consistent with a release; say what is certain."""
     from statrecon.api import reconstruct as run
@@ -70,13 +71,11 @@ def reconstruct(
                            keep_solutions=None if all_ else (1 if as_json else 10),
                            symmetry_breaking=symmetry_breaking, max_model_size=max_model_size)
     console = Console()
-    if as_json:
+    from statrecon.commands.progress import activity
+
+    with activity("Reconstructing…", quiet=quiet):  # on stderr, also with --json
         result = run(rel, public=public, method=method, options=options, linear=linear,
                      bounds=pair)
-    else:
-        with console.status("Reconstructing…", spinner="dots"):
-            result = run(rel, public=public, method=method, options=options, linear=linear,
-                         bounds=pair)
     if isinstance(result, LinearResult):
         from statrecon.report import linear as linear_report
 

@@ -69,8 +69,8 @@ def reconstruct(
     release: Annotated[Path, typer.Argument(help="Release file from `census tabulate`.")],
     out: Annotated[Path, typer.Option(help="Reconstruction to write (Parquet); a rerun "
                                       "resumes it.")],
-    workers: Annotated[int | None, typer.Option(min=1, help="Local worker processes "
-                                                "(default: all cores).")] = None,
+    workers: Annotated[int, typer.Option(min=0, help="Local worker processes; 0 = all "
+                                         "cores.")] = 0,
     executor: Annotated[str | None, typer.Option(help="dask://HOST:PORT to run on a Dask "
                                                  "cluster instead of a local pool.")] = None,
     time_limit: Annotated[float | None, typer.Option(
@@ -79,6 +79,7 @@ def reconstruct(
     certify: Annotated[bool, typer.Option(help="Certify per-block uniqueness and certain "
                                           "persons.")] = True,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable summary.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", help="No progress on stderr.")] = False,
 ) -> None:
     """Reconstruct every tract (CP-SAT) and certify which blocks are unique."""
     from statrecon.census.release import read_release
@@ -91,7 +92,7 @@ def reconstruct(
     n_workers = workers or os.cpu_count() or 1
     options = CensusOptions(time_limit=time_limit, certify=certify)
     err = Console(stderr=True)
-    with work_bar(err, "tracts", "persons", quiet=as_json) as bar:
+    with work_bar(err, "tracts", "persons", quiet=quiet) as bar:
         task = bar.add_task("tracts", total=None, count=0)
 
         def progress(done: int, total: int, persons: int) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import shlex
 import sys
 import time
@@ -172,9 +173,11 @@ def verify(
     time_limit: Annotated[float | None, typer.Option(help="Seconds per block; a block cut "
                                                      "short is 'unknown'.")] = None,
     negative: Annotated[bool, typer.Option(help="Also prove negative claims.")] = True,
-    workers: Annotated[int, typer.Option(help="Blocks solved in parallel.")] = 1,
+    workers: Annotated[int, typer.Option(min=0, help="Blocks solved in parallel; 0 = all "
+                                         "cores.")] = 1,
     executor: Annotated[str | None, typer.Option(help="local or dask://HOST:PORT.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", help="No progress on stderr.")] = False,
 ) -> None:
     """Prove claims R(a, m) about housing units from the published block tables."""
     from statrecon.census.household_blocks import read_households
@@ -183,8 +186,7 @@ def verify(
     options = _options(formulation, k, time_limit, negative)
     if (households is None) == (tables is None):
         raise StatreconError("give exactly one of --households and --tables")
-    if workers < 1:
-        raise StatreconError(f"--workers {workers}: must be at least 1")
+    workers = workers or (os.cpu_count() or 1)
     tract_priors: dict[str, Any] = {}
     state_priors: dict[str, Any] = {}
     if households is not None:
@@ -204,7 +206,7 @@ def verify(
         tract_priors, state_priors = _priors(read_households(population))
     shared = Shared(options, tract_priors, state_priors)
     records = run_with_progress(tasks, shared, workers=workers, executor=executor, store=None,
-                                quiet=as_json)
+                                quiet=quiet)
     if as_json:
         json.dump({"blocks": records}, sys.stdout, indent=1)
         sys.stdout.write("\n")
@@ -241,10 +243,11 @@ def experiment(
     formulation: Annotated[str, typer.Option(help="fast (default) or paper.")] = "fast",
     k: Annotated[int, typer.Option("--k", help="Consistent datasets per block.")] = 100,
     time_limit: Annotated[float | None, typer.Option(help="Seconds per block.")] = None,
-    workers: Annotated[int, typer.Option(help="Blocks solved in parallel (default: all "
-                                         "cores).")] = 0,
+    workers: Annotated[int, typer.Option(min=0, help="Blocks solved in parallel; 0 = all "
+                                         "cores.")] = 0,
     executor: Annotated[str | None, typer.Option(help="local or dask://HOST:PORT.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", help="No progress on stderr.")] = False,
 ) -> None:
     """The paper's experiment on synthetic blocks: Figure 2, Tables 2-3, whole blocks.
 
@@ -277,7 +280,7 @@ def experiment(
     tract_priors, state_priors = _priors(gen.population)
     shared = Shared(options, tract_priors, state_priors)
     records = run_with_progress(tasks, shared, workers=n_workers, executor=executor,
-                                store=store, quiet=as_json)
+                                store=store, quiet=quiet)
     command = "statrecon claims experiment " + " ".join(shlex.quote(a) for a in sys.argv[3:]) \
         if len(sys.argv) > 3 else ""
     paths = write_outputs(records, out, command)

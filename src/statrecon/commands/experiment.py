@@ -10,8 +10,7 @@ from __future__ import annotations
 import json
 import math
 import sys
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -20,6 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from statrecon.commands.progress import activity, step_bar
 from statrecon.errors import StatreconError
 
 experiment_app = typer.Typer(
@@ -27,9 +27,6 @@ experiment_app = typer.Typer(
     no_args_is_help=True,
     help="Reconstruction experiments on simulated data (Dinur–Nissim, Diffix).",
 )
-
-ProgressFn = Callable[[int, int, str], None]
-
 
 # --------------------------------------------------------------------------- parsing
 
@@ -101,34 +98,6 @@ def _write_json(path: Path, data: Any) -> Path:
     return path
 
 
-@contextmanager
-def _progress(description: str) -> Iterator[ProgressFn]:
-    """A Rich progress bar on stderr; the experiments report (done, total, label)."""
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        SpinnerColumn,
-        TextColumn,
-        TimeElapsedColumn,
-    )
-
-    console = Console(stderr=True)
-    if not console.is_terminal:  # a log file or a pipe: no bar (Rich would leave blank lines)
-        yield lambda done, total, label: None
-        return
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
-                  MofNCompleteColumn(), TimeElapsedColumn(), console=console,
-                  transient=True) as bar:
-        task = bar.add_task(description, total=None)
-
-        def update(done: int, total: int, label: str) -> None:
-            bar.update(task, completed=done, total=total,
-                       description=f"{description} [dim]({escape(label)})[/]")
-
-        yield update
-
-
 def _check_diffix(ids: int, primes: list[int] | None, offsets: list[float | int] | None,
                   exponents: list[float | int] | None) -> None:
     """The Cohen–Nissim parameters, named by their options (the library checks them too)."""
@@ -195,6 +164,7 @@ def dinur_nissim(
     time_limit: Annotated[float | None, typer.Option(
         help="Seconds per LP/IP solve (default: none for LPs, 60 for ip).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", help="No progress on stderr.")] = False,
 ) -> None:
     """Phase transition of linear reconstruction: accuracy against noise σ/√n."""
     from statrecon.experiments import dinur_nissim as dn
@@ -225,7 +195,7 @@ def dinur_nissim(
     directory = _prepare_out(out)
     report: dict[str, Any] = {}
     files: list[Path] = []
-    with _progress("Dinur–Nissim") as tick:
+    with step_bar("Dinur–Nissim", quiet=quiet) as tick:
         phase = dn.phase_transition(n, c, factors, chosen, seed, trials, tick, time_limit)
     report["dinur_nissim"] = phase.to_json()
     if directory is not None:
@@ -233,7 +203,7 @@ def dinur_nissim(
         files.append(dn.plot_phase_transition(phase, directory / "dinur_nissim.png"))
     sub = None
     if subsampling:
-        with _progress("Subsampling") as tick:
+        with step_bar("Subsampling", quiet=quiet) as tick:
             sub = dn.subsampling_defence(n, c, rate_list, chosen[0], seed, progress=tick,
                                          time_limit=time_limit)
         report["subsampling"] = sub.to_json()
@@ -242,7 +212,7 @@ def dinur_nissim(
             files.append(dn.plot_subsampling(sub, directory / "subsampling.png"))
     timing = None
     if runtime:
-        with _progress("Run time") as tick:
+        with step_bar("Run time", quiet=quiet) as tick:
             timing = dn.runtime_scaling(ns, c, chosen, seed, progress=tick,
                                         time_limit=time_limit)
         report["runtime"] = timing.to_json()
@@ -251,7 +221,9 @@ def dinur_nissim(
             files.append(dn.plot_runtime(timing, directory / "runtime.png"))
     exhaustive = None
     if exhaustive_n is not None:
-        exhaustive = dn.exhaustive_attack(exhaustive_n, exhaustive_alpha, seed, exhaustive_noise)
+        with activity("Exhaustive attack", quiet=quiet):
+            exhaustive = dn.exhaustive_attack(exhaustive_n, exhaustive_alpha, seed,
+                                              exhaustive_noise)
         report["exhaustive"] = exhaustive.to_json()
         if directory is not None:
             files.append(_write_json(directory / "exhaustive.json", report["exhaustive"]))
@@ -355,6 +327,7 @@ def diffix(
     time_limit: Annotated[float | None, typer.Option(help="Seconds for the solve.")] = 60.0,
     out: Annotated[Path | None, typer.Option(help="Directory for diffix.json.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", help="No progress on stderr.")] = False,
 ) -> None:
     """The Cohen–Nissim attack on a Diffix-like interface, decoded from the SQL via DuckDB."""
     from statrecon.experiments import dinur_nissim as dn
@@ -367,7 +340,7 @@ def diffix(
         raise StatreconError(f"--time-limit {time_limit}: must be > 0")
     _check_diffix(ids, p, o, e)
     directory = _prepare_out(out)
-    with Console(stderr=True).status("Querying the Diffix-like interface and decoding…"):
+    with activity("Querying the Diffix-like interface and decoding…", quiet=quiet):
         result = dn.diffix_attack(ids, p, o, e, base_sigma, seed, method, time_limit)
     data = result.to_json()
     files: list[Path] = []
