@@ -14,6 +14,7 @@ import re
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import typer
@@ -124,3 +125,71 @@ def test_reconstruct_json_says_it_is_running() -> None:
     assert re.search(r"^Reconstructing: \d\d:\d\d elapsed$", proc.stderr, re.MULTILINE)
     quiet = run_cli("reconstruct", EXAMPLES / "block.yaml", "--json", "--quiet", env=env)
     assert quiet.returncode == 0 and quiet.stderr == ""
+
+
+# --------------------------------------------------------------------------- options
+
+
+def all_commands() -> list[tuple[str, Any]]:
+    """Every command of ``statrecon`` with its path ('' for the group itself)."""
+    from statrecon.cli import app
+
+    out: list[tuple[str, Any]] = []
+
+    def walk(path: str, command: Any) -> None:
+        out.append((path, command))
+        for name, sub in getattr(command, "commands", {}).items():
+            walk(f"{path} {name}".strip(), sub)
+
+    walk("", typer.main.get_command(app))
+    return out
+
+
+def test_flags_are_plain_flags_in_every_help() -> None:
+    commands = all_commands()
+    assert len(commands) >= 12
+    from statrecon.cli import app
+
+    for path, command in commands:
+        result = CliRunner().invoke(app, [*path.split(), "--help"], env={"COLUMNS": "200"})
+        assert result.exit_code == 0, (path, result.output)
+        assert "<bool>" not in result.output, path
+        for param in command.params:
+            kind = getattr(getattr(param, "type_descriptor", None), "annotation", None)
+            if param.param_type_name == "option" and kind is bool:
+                assert param.is_flag, (path, param.name)  # --all, never --all <bool>
+
+
+def test_workers_mean_the_same_everywhere() -> None:
+    options = [(path, p) for path, command in all_commands() for p in command.params
+               if p.name == "workers"]
+    assert {path for path, _ in options} >= {"census reconstruct", "claims verify",
+                                             "claims experiment"}
+    from statrecon.cli import app
+
+    for path, param in options:
+        assert param.min == 0 and "0 = all cores" in (param.help or ""), path
+        refused = CliRunner().invoke(app, [*path.split(), "--workers", "-1"])
+        assert refused.exit_code == 2 and "--workers" in refused.output, path
+
+
+def test_output_into_a_pipe_is_not_wrapped(tmp_path: Path) -> None:
+    long_id = "statistic_with_a_long_descriptive_name_" * 4
+    text = (EXAMPLES / "contradiction.yaml").read_text(encoding="utf-8")
+    path = tmp_path / "long.yaml"
+    path.write_text(text.replace("id: 2B-count,", f"id: {long_id},"), encoding="utf-8")
+    proc = run_cli("reconstruct", path)
+    assert proc.returncode == 2, proc.stderr
+    assert long_id in proc.stdout  # on one line, not cut at 80 columns
+
+
+def test_tabulate_refuses_to_overwrite_its_inputs(tmp_path: Path) -> None:
+    release = tmp_path / "hospital.yaml"
+    release.write_bytes((EXAMPLES / "hospital.yaml").read_bytes())
+    truth = tmp_path / "truth.csv"
+    truth.write_bytes((EXAMPLES / "hospital_truth.csv").read_bytes())
+    before = release.read_bytes(), truth.read_bytes()
+    for out, named in ((tmp_path / "." / "hospital.yaml", "--release"), (truth, "--microdata")):
+        proc = statrecon("tabulate", "--microdata", truth, "--release", release, "--out", out)
+        assert_user_error(proc, f"--out {out}", named)
+    assert (release.read_bytes(), truth.read_bytes()) == before

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -17,6 +17,24 @@ from typer.exceptions import Abort, Exit, TyperException
 
 from statrecon.errors import InconsistentReleaseError, StatreconError
 
+
+def _plain_flags() -> None:
+    """Help lists a flag as ``--all``, not ``--all <bool>``: typer gives every option, flags
+    included (``--help`` too), a type column; a flag takes no value, so it gets none."""
+    from typer.core import TyperOption
+
+    shown = getattr(TyperOption, "display_type_rich", None)
+    if shown is None or getattr(shown, "_plain_flags", False):  # another typer, or done
+        return
+
+    def display(self: TyperOption, ctx: Any) -> str | None:
+        return None if self.is_flag else shown(self, ctx)
+
+    display._plain_flags = True  # type: ignore[attr-defined]
+    TyperOption.display_type_rich = display  # type: ignore[method-assign]
+
+
+_plain_flags()
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
@@ -70,8 +88,10 @@ def reconstruct(
     options = ExactOptions(limit=limit, time_limit=time_limit,
                            keep_solutions=None if all_ else (1 if as_json else 10),
                            symmetry_breaking=symmetry_breaking, max_model_size=max_model_size)
-    console = Console()
     from statrecon.commands.progress import activity
+    from statrecon.report import output_console
+
+    console = output_console()  # not wrapped at 80 columns into a file or a pipe
 
     with activity("Reconstructing…", quiet=quiet):  # on stderr, also with --json
         result = run(rel, public=public, method=method, options=options, linear=linear,
@@ -117,6 +137,10 @@ def tabulate(
     from statrecon.release.tabulate import load_microdata
     from statrecon.release.tabulate import tabulate as run
 
+    for name, given in (("--release", release), ("--microdata", microdata)):
+        if _same_file(out, given):  # the input would be gone before it is read in full
+            raise StatreconError(f"--out {out}: is the {name} file itself; write the filled "
+                                 "release elsewhere")
     rel = load_release(release)
     frame = load_microdata(microdata, rel)
     answers = run(rel, frame, decimals=decimals, suppress_below=suppress_below)
@@ -129,6 +153,14 @@ def tabulate(
     Console(stderr=True).print(
         f"wrote {out}: {len(answers)} statistics" + (f", {suppressed} suppressed"
                                                      if suppressed else ""))
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """The same file under two names (relative, symlinked or hard-linked)."""
+    try:
+        return a.resolve() == b.resolve() or (a.exists() and b.exists() and a.samefile(b))
+    except OSError:
+        return False
 
 
 def _register_subcommands() -> None:

@@ -46,7 +46,7 @@ from statrecon.release.statistic import (
     Suppressed,
     number_out,
 )
-from statrecon.report import safe_text
+from statrecon.report import output_console, safe_text
 
 EXIT_INCONSISTENT = 2
 _BATCH = 64  # statistics compiled per DuckDB run (a connection costs ~30 ms; huge IN lists
@@ -618,7 +618,7 @@ def audit_stream(
     domain = secret_domain(rel)
     auditor = StreamAuditor(table.rows, engine=engine,  # type: ignore[arg-type]
                             domain=domain)
-    report = _Report(Console(highlight=False), as_json, show_values, table, compiler, domain)
+    report = _Report(output_console(highlight=False), as_json, show_values, table, compiler, domain)
     seen: dict[str, str] = {}
 
     def run(entries: list[_Entry], error: StatreconError | None) -> None:

@@ -16,6 +16,7 @@ from rich.table import Table
 from statrecon.commands.progress import work_bar
 from statrecon.errors import InconsistentReleaseError, StatreconError
 from statrecon.outputs import check_writable
+from statrecon.report import output_console
 
 census_app = typer.Typer(
     add_completion=False,
@@ -190,9 +191,9 @@ def compare(
         if isinstance(value, dict | list):
             continue
         table.add_row(key, f"{value:.4f}" if isinstance(value, float) else f"{value:,}")
-    Console().print(table)
+    output_console().print(table)
     if result["truth_blocks_left_out"]:
-        Console().print(f"Left out: {result['truth_blocks_left_out']:,} blocks "
+        output_console().print(f"Left out: {result['truth_blocks_left_out']:,} blocks "
                         f"({result['truth_persons_left_out']:,} persons) in "
                         f"{result['truth_tracts_left_out']:,} tracts of {truth} that {recon} "
                         "does not cover; the rates are over the common tracts only "

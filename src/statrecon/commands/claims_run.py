@@ -23,6 +23,7 @@ from rich.table import Table
 
 from statrecon.commands.progress import work_bar
 from statrecon.errors import StatreconError
+from statrecon.report import output_console
 
 EXIT_UNKNOWN = 3
 FORMULATIONS = ("fast", "paper")
@@ -137,7 +138,7 @@ def run_with_progress(tasks: list[Any], shared: Any, *, workers: int, executor: 
 
 
 def _human(records: list[dict[str, Any]]) -> None:
-    out = Console()
+    out = output_console()
     table = Table(title="Generate-then-Verify: verified claims per block (trivial ones aside)")
     for name in ("block", "units", "status", "claims", "singletons", "max k (singleton)",
                  "negative", "whole block", "seconds"):
@@ -292,8 +293,8 @@ def experiment(
         json.dump(summary, sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:
-        Console().print((out / "results.md").read_text(encoding="utf-8"))
-        Console().print(f"wall {summary['wall_s']} s on {n_workers} workers; files: "
+        output_console().print((out / "results.md").read_text(encoding="utf-8"))
+        output_console().print(f"wall {summary['wall_s']} s on {n_workers} workers; files: "
                         + ", ".join(str(p) for p in paths))
     if summary["sound"] is False:
         raise StatreconError("a verified claim does not hold in its true block (a bug; "

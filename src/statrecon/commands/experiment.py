@@ -21,6 +21,7 @@ from rich.table import Table
 
 from statrecon.commands.progress import activity, step_bar
 from statrecon.errors import StatreconError
+from statrecon.report import output_console
 
 experiment_app = typer.Typer(
     add_completion=False,
@@ -231,7 +232,7 @@ def dinur_nissim(
     if as_json:
         sys.stdout.write(json.dumps(report) + "\n")
         return
-    console = Console()
+    console = output_console()
     console.print(_phase_table(phase))
     if sub is not None:
         console.print(_subsampling_table(sub))
@@ -364,7 +365,7 @@ def diffix(
         ("seconds: compile / solve", f"{result.compile_s:.2f} / {result.solve_s:.2f}"),
     ]:
         table.add_row(key, value)
-    console = Console()
+    console = output_console()
     console.print(table)
     console.print(f"example query: {escape(result.example_sql)}", highlight=False,
                   soft_wrap=True)

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import re
+from typing import Any
+
+from rich.console import Console
+
+PIPE_WIDTH = 1 << 14  # columns when printing into a file or a pipe: no line of ours is wider
 
 # C0/C1 control characters (ESC starts terminal escape sequences, BEL ends OSC titles, CR and
 # backspace overwrite what was printed) and the bidirectional overrides that reorder text.
@@ -16,3 +22,13 @@ def safe_text(text: object) -> str:
     if not _UNSAFE.search(s):
         return s
     return _UNSAFE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), s)
+
+
+def output_console(*, stderr: bool = False, **kwargs: Any) -> Console:
+    """A Rich console for what a command prints: as wide as the terminal on a terminal, and
+    never wrapped at 80 columns into a file or a pipe (an explicit COLUMNS still wins), so a
+    long id or SQL text stays one line that grep and diff can read."""
+    console = Console(stderr=stderr, **kwargs)
+    if not console.is_terminal and "width" not in kwargs and not os.environ.get("COLUMNS"):
+        console.width = PIPE_WIDTH
+    return console
