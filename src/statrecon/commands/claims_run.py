@@ -19,11 +19,12 @@ from typing import Annotated, Any
 import numpy as np
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from statrecon.commands.progress import work_bar
 from statrecon.errors import StatreconError
-from statrecon.report import output_console
+from statrecon.report import output_console, safe_text
 
 EXIT_UNKNOWN = 3
 FORMULATIONS = ("fast", "paper")
@@ -137,6 +138,11 @@ def run_with_progress(tasks: list[Any], shared: Any, *, workers: int, executor: 
     return sorted(records, key=lambda r: order.get(r["block"], 0))
 
 
+def _markup(text: str) -> str:
+    """A block id from a user's CSV, literal in Rich markup and without terminal escapes."""
+    return escape(safe_text(text))
+
+
 def _human(records: list[dict[str, Any]]) -> None:
     out = output_console()
     table = Table(title="Generate-then-Verify: verified claims per block (trivial ones aside)")
@@ -146,14 +152,16 @@ def _human(records: list[dict[str, Any]]) -> None:
     for r in records:
         nontrivial = [c for c in r["claims"] if not c["trivial"]]
         single = [c["columns"] for c in nontrivial if c["singleton"]]
-        table.add_row(r["block"], str(r["households"]), r["status"], str(len(nontrivial)),
+        table.add_row(_markup(r["block"]), str(r["households"]), r["status"],
+                      str(len(nontrivial)),
                       str(len(single)), str(max(single, default=0)),
                       str(sum(not c["trivial"] for c in r["negative_claims"])),
                       "certain" if r["reconstructed"] else "-", f"{r['elapsed_s']:.2f}")
     out.print(table)
     unsound = [r["block"] for r in records if r.get("sound") is False]
     if unsound:
-        out.print(f"[red]UNSOUND: a verified claim fails in the true block {unsound[0]}[/red]")
+        out.print(f"[red]UNSOUND: a verified claim fails in the true block "
+                  f"{_markup(unsound[0])}[/red]")
     out.print("The claims themselves: --json (they describe real housing units).")
 
 
