@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import shlex
 import sys
 import time
@@ -75,41 +76,76 @@ def tasks_from_households(units: Any, blocks: list[str] | None, source: str) -> 
                       codes[by_block[b]]) for b in sorted(tables)]
 
 
+# The engine packs a claim's multiplicity in 12 bits, and no census block has 4,096 or more
+# housing units (the largest have a few thousand): a larger count is a mistake or an attack.
+MAX_BLOCK_UNITS = 4095
+COUNT = re.compile(r"[0-9]{1,9}")
+BLOCK_ID = re.compile(r"[0-9]{15}")
+
+
+def _count(path: Path, line: int, cell: str, value: str | None) -> int:
+    """A published count as written: digits only (no sign, fraction, exponent or blanks)."""
+    text = (value or "").strip()
+    if not COUNT.fullmatch(text):
+        raise StatreconError(f"{path}: line {line}: cell {cell} has value {text[:30]!r}, not a "
+                             "count (a whole number >= 0)")
+    v = int(text)
+    if v > MAX_BLOCK_UNITS:
+        raise StatreconError(f"{path}: line {line}: cell {cell} has value {v:,}, more housing "
+                             f"units than a census block holds (at most {MAX_BLOCK_UNITS:,})")
+    return v
+
+
 def read_tables(path: Path) -> dict[str, np.ndarray]:
-    """Published block tables in long form (block, cell, value), every cell of every block."""
+    """Published block tables in long form (block, cell, value), every cell of every block.
+
+    Every cell must appear exactly once per block: a second value for the same cell is an
+    error (never "the last one wins"), as is a missing one.
+    """
     from statrecon.census import households as hh
 
     position = {c.cell: i for i, c in enumerate(hh.table_index().cells)}
     out: dict[str, np.ndarray] = {}
-    seen: dict[str, np.ndarray] = {}
+    first_line: dict[str, np.ndarray] = {}  # block -> line of each cell (0: not yet seen)
     try:
         f = path.open(encoding="utf-8", newline="")
     except OSError as e:
         raise StatreconError(f"{path}: cannot read ({e.strerror})") from None
-    with f:
-        reader = csv.DictReader(f)
-        if reader.fieldnames is None or not {"block", "cell", "value"} <= set(reader.fieldnames):
-            raise StatreconError(f"{path}: expected the columns block, cell, value")
-        for line, row in enumerate(reader, start=2):
-            block, cell, value = row["block"], row["cell"], row["value"]
-            if cell not in position:
-                raise StatreconError(f"{path}: line {line}: unknown cell {cell!r} (cells look "
-                                     "like H13A_004; see `statrecon claims tabulate`)")
-            try:
-                v = int(value)
-            except ValueError:
-                v = -1
-            if v < 0:
-                raise StatreconError(f"{path}: line {line}: cell {cell} has value {value!r}, "
-                                     "not a count")
-            if block not in out:
-                out[block] = np.zeros(len(position), dtype=np.int64)
-                seen[block] = np.zeros(len(position), dtype=bool)
-            out[block][position[cell]] = v
-            seen[block][position[cell]] = True
+    line = 1
+    try:
+        with f:
+            reader = csv.DictReader(f)
+            if reader.fieldnames is None or \
+                    not {"block", "cell", "value"} <= set(reader.fieldnames):
+                raise StatreconError(f"{path}: expected the columns block, cell, value")
+            for line, row in enumerate(reader, start=2):
+                block, cell = (row["block"] or "").strip(), (row["cell"] or "").strip()
+                if not BLOCK_ID.fullmatch(block):
+                    raise StatreconError(f"{path}: line {line}: block id {block[:30]!r} is not "
+                                         "15 digits (state 2, county 3, tract 6, block 4)")
+                if cell not in position:
+                    raise StatreconError(f"{path}: line {line}: unknown cell {cell[:30]!r} "
+                                         "(cells look like H13A_004; see `statrecon claims "
+                                         "tabulate`)")
+                v = _count(path, line, cell, row["value"])
+                if block not in out:
+                    out[block] = np.zeros(len(position), dtype=np.int64)
+                    first_line[block] = np.zeros(len(position), dtype=np.int64)
+                seen = int(first_line[block][position[cell]])
+                if seen:
+                    raise StatreconError(f"{path}: line {line}: block {block} cell {cell} "
+                                         f"appears again (first at line {seen}); publish "
+                                         "each cell once")
+                out[block][position[cell]] = v
+                first_line[block][position[cell]] = line
+    except csv.Error as e:
+        raise StatreconError(f"{path}: line {line}: not a valid CSV file: {e}") from None
+    except UnicodeDecodeError:
+        raise StatreconError(f"{path}: not UTF-8 text") from None
     if not out:
         raise StatreconError(f"{path}: no rows")
-    for block, mask in seen.items():
+    for block, lines in first_line.items():
+        mask = lines > 0
         if not mask.all():
             missing = hh.table_index().cells[int(np.flatnonzero(~mask)[0])].cell
             raise StatreconError(f"{path}: block {block} lacks {int((~mask).sum())} of the "

@@ -95,7 +95,9 @@ class ClaimsOptions:
     time_limit: float | None = None  # seconds for the whole block; None: no limit
     seed: int = 0
     negative: bool = True  # also prove "at least one unit matches" for undetermined claims
-    negative_time_limit: float | None = 10.0  # seconds per block for them (best effort)
+    # Work for them per block, in CP-SAT deterministic seconds (best effort): unlike wall
+    # seconds, the same input proves the same negative claims however loaded the machine is.
+    negative_work_limit: float | None = 10.0
     workers: int = 1  # CP-SAT search workers per solve
 
 
@@ -296,6 +298,29 @@ def _left(end: float | None) -> float | None:
     return None if end is None else end - time.perf_counter()
 
 
+@dataclass
+class WorkBudget:
+    """CP-SAT deterministic seconds left for a phase, charged after every solve.
+
+    A wall-clock budget proves more on an idle machine than on a busy one; deterministic time
+    counts the solver's own work, so with one search worker the same input always stops at
+    the same place.
+    """
+
+    left: float
+
+    def spent(self) -> bool:
+        return self.left <= 0
+
+    def limit(self, solver: cp_model.CpSolver, cap: float | None = None) -> None:
+        """Cap the next solve at what is left (and at ``cap`` deterministic seconds)."""
+        most = self.left if cap is None else min(self.left, cap)
+        solver.parameters.max_deterministic_time = max(most, 1e-6)
+
+    def charge(self, solver: cp_model.CpSolver) -> None:
+        self.left -= float(solver.response_proto.deterministic_time)
+
+
 # --- generate ----------------------------------------------------------------------------
 
 def generate_solutions(m: BlockModel, k: int, *, seed: int = 0, end: float | None = None,
@@ -425,7 +450,8 @@ def _group(members: np.ndarray, mult: np.ndarray) -> _Groups:
 def refute(m: BlockModel, members: np.ndarray, mult: np.ndarray, *, mode: str = "ne",
            end: float | None = None, workers: int = 1, seed: int = 0,
            known: Sequence[np.ndarray] = (),
-           witnesses: list[np.ndarray] | None = None) -> np.ndarray:
+           witnesses: list[np.ndarray] | None = None,
+           work: WorkBudget | None = None) -> np.ndarray:
     """Status per question: 1 proven (no consistent block breaks it), 0 refuted, -1 unknown.
 
     mode "ne": the claim is count == mult (broken by count != mult).
@@ -433,6 +459,7 @@ def refute(m: BlockModel, members: np.ndarray, mult: np.ndarray, *, mode: str = 
     ``known`` consistent blocks refute what they break before any solve.
     ``witnesses``, if given, receives every consistent block the solver found (histograms
     over ``m.types``), so a caller can show each refutation to another checker.
+    ``work``, if given, bounds the solves in deterministic time (slices too), not seconds.
     """
     status = np.full(len(mult), -1, dtype=np.int8)
     counts_of = members.astype(np.int64)
@@ -451,7 +478,7 @@ def refute(m: BlockModel, members: np.ndarray, mult: np.ndarray, *, mode: str = 
     while (status == -1).any():
         open_ = np.flatnonzero(status == -1)
         left = _left(end)
-        if left is not None and left <= 0:
+        if (left is not None and left <= 0) or (work is not None and work.spent()):
             return status
         h = _Histogram(m)
         lits = []
@@ -468,9 +495,14 @@ def refute(m: BlockModel, members: np.ndarray, mult: np.ndarray, *, mode: str = 
         h.model.maximize(sum(lits))
         round_no += 1
         solver = _solver(left, workers, seed + round_no)
-        solver.parameters.max_time_in_seconds = min(solver.parameters.max_time_in_seconds,
-                                                    slice_s)
+        if work is None:
+            solver.parameters.max_time_in_seconds = min(solver.parameters.max_time_in_seconds,
+                                                        slice_s)
+        else:
+            work.limit(solver, slice_s)
         st = solver.solve(h.model)
+        if work is not None:
+            work.charge(solver)
         if st == cp_model.INFEASIBLE:
             status[open_] = 1
             return status
@@ -483,7 +515,7 @@ def refute(m: BlockModel, members: np.ndarray, mult: np.ndarray, *, mode: str = 
         # the batched question is hard here: settle a few questions one by one (each solution
         # met refutes more), then ask the smaller batched question again with more time
         status = _refute_each(m, members, mult, status, broken, mode, end, workers, seed,
-                              limit=EACH_CHUNK, witnesses=witnesses)
+                              limit=EACH_CHUNK, witnesses=witnesses, work=work)
         slice_s = min(2 * slice_s, 8.0)
     return status
 
@@ -538,7 +570,8 @@ NEGATIVE_CHUNK = 64  # "at least one" questions per refute call, most specific f
 def _refute_each(m: BlockModel, members: np.ndarray, mult: np.ndarray, status: np.ndarray,
                  broken: Callable[[np.ndarray], np.ndarray], mode: str, end: float | None,
                  workers: int, seed: int, limit: int | None = None,
-                 witnesses: list[np.ndarray] | None = None) -> np.ndarray:
+                 witnesses: list[np.ndarray] | None = None,
+                 work: WorkBudget | None = None) -> np.ndarray:
     """The exact range of each open count: min (and max) by optimisation over one model.
 
     A question is proven when the OPTIMAL minimum (and maximum) equal its multiplicity
@@ -556,7 +589,7 @@ def _refute_each(m: BlockModel, members: np.ndarray, mult: np.ndarray, status: n
         proven = True
         for sense in ("min", "max") if mode == "ne" else ("min",):
             left = _left(end)
-            if left is not None and left <= 0:
+            if (left is not None and left <= 0) or (work is not None and work.spent()):
                 return status
             h.model.clear_objective()
             if sense == "min":
@@ -564,7 +597,11 @@ def _refute_each(m: BlockModel, members: np.ndarray, mult: np.ndarray, status: n
             else:
                 h.model.maximize(count)
             solver = _solver(left, workers, seed + g)
+            if work is not None:
+                work.limit(solver)
             st = solver.solve(h.model)
+            if work is not None:
+                work.charge(solver)
             if st in (cp_model.OPTIMAL, cp_model.FEASIBLE):
                 x = np.array([solver.value(v) for v in h.x], dtype=np.int64)
                 status[(status == -1) & broken(x)] = 0
@@ -674,12 +711,10 @@ def verify_block(release: BlockRelease, options: ClaimsOptions = ClaimsOptions()
     undecided = 0
     t3 = time.perf_counter()
     if options.negative and len(sols) and unknown == 0:
-        neg_end = end
-        if options.negative_time_limit is not None:
-            budget = t3 + options.negative_time_limit
-            neg_end = budget if end is None else min(end, budget)
-        negative, undecided = _negative_claims(m, claim_sets, verified_ids, sols, neg_end,
-                                               options)
+        work = None if options.negative_work_limit is None else \
+            WorkBudget(options.negative_work_limit)
+        negative, undecided = _negative_claims(m, claim_sets, verified_ids, sols, end,
+                                               options, work)
     timings["negative"] = time.perf_counter() - t3
     t4 = time.perf_counter()
     trivial = [is_trivial(c, release.values) for c in verified]
@@ -699,11 +734,12 @@ def verify_block(release: BlockRelease, options: ClaimsOptions = ClaimsOptions()
 
 
 def _negative_claims(m: BlockModel, claim_sets: list[np.ndarray], verified_ids: np.ndarray,
-                     sols: list[np.ndarray], end: float | None, options: ClaimsOptions
-                     ) -> tuple[list[Claim], int]:
+                     sols: list[np.ndarray], end: float | None, options: ClaimsOptions,
+                     work: WorkBudget | None = None) -> tuple[list[Claim], int]:
     """Assignments present in every generated block, multiplicity undetermined: prove >= 1.
 
-    Returns the proven ones and how many the time budget left undecided.
+    Returns the proven ones and how many the work budget (or the block's time limit) left
+    undecided. With ``work`` the search runs on one worker, so the result is reproducible.
     """
     keys = [np.unique(s >> MULT_BITS) for s in claim_sets]
     present = keys[0]
@@ -725,13 +761,14 @@ def _negative_claims(m: BlockModel, claim_sets: list[np.ndarray], verified_ids: 
     size = groups.members.sum(axis=1)
     while (gstatus == -1).any():
         left = _left(end)
-        if left is not None and left <= 0:
+        if (left is not None and left <= 0) or (work is not None and work.spent()):
             break
         open_ = np.flatnonzero(gstatus == -1)
         chunk = open_[np.argsort(size[open_], kind="stable")[:NEGATIVE_CHUNK]]
         gstatus[chunk] = refute(m, groups.members[chunk], groups.mult[chunk], mode="ge",
-                                end=end, workers=options.workers, seed=options.seed,
-                                known=[*sols, *found], witnesses=found)
+                                end=end, workers=1 if work is not None else options.workers,
+                                seed=options.seed, known=[*sols, *found], witnesses=found,
+                                work=work)
         proven = chunk[gstatus[chunk] == 1]
         if len(proven):
             settled = _contains_some(groups.members, groups.members[proven])
