@@ -76,7 +76,13 @@ def atomic_outputs(*paths: Path) -> Iterator[tuple[Path, ...]]:
                 temps.append(temporary_sibling(Path(p)))
             except OSError as e:
                 raise StatreconError(f"{p}: cannot write: {e.strerror or e}") from None
-        yield tuple(temps)
+        try:
+            yield tuple(temps)
+        except StatreconError as e:  # name the file the user asked for, not our temporary
+            message = str(e)
+            for tmp, final in zip(temps, paths, strict=True):
+                message = message.replace(str(tmp), str(final))
+            raise StatreconError(message) from None
         for tmp, final in zip(temps, paths, strict=True):
             try:
                 tmp.replace(final)

@@ -15,6 +15,7 @@ import typer
 from rich.console import Console
 
 from statrecon.errors import StatreconError
+from statrecon.outputs import atomic_outputs, check_writable
 
 claims_app = typer.Typer(
     add_completion=False,
@@ -51,9 +52,13 @@ def generate_blocks(
     population_path = population_out or default_population_path(out)
     if population_path.resolve() == out.resolve():
         raise StatreconError(f"--population-out {population_path}: must differ from --out")
+    check_writable(out, "--out")
+    check_writable(population_path, "--population-out")
     gen = generate(blocks, seed)
-    write_households_csv(gen.targets, out)
-    write_households_csv(gen.population, population_path)
+    # both files or neither: a failed second write must not leave the first one behind
+    with atomic_outputs(out, population_path) as (out_tmp, population_tmp):
+        write_households_csv(gen.targets, out_tmp)
+        write_households_csv(gen.population, population_tmp)
     units_per_block = gen.targets.groupby("block").size()
     summary = {
         "blocks": int(units_per_block.size),

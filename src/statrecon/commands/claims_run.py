@@ -25,6 +25,7 @@ from rich.table import Table
 
 from statrecon.commands.progress import work_bar
 from statrecon.errors import StatreconError
+from statrecon.outputs import atomic_outputs, check_writable, check_writable_folder
 from statrecon.report import output_console, safe_text
 
 EXIT_UNKNOWN = 3
@@ -61,6 +62,11 @@ def tasks_from_households(units: Any, blocks: list[str] | None, source: str) -> 
     from statrecon.census.household_release import tabulate_sql
     from statrecon.census.household_run import BlockTask
 
+    sizes = units.groupby("block").size()
+    if len(sizes) and int(sizes.max()) > MAX_BLOCK_UNITS:
+        raise StatreconError(f"{source}: block {sizes.idxmax()} has {int(sizes.max()):,} "
+                             f"housing units, more than a census block holds (at most "
+                             f"{MAX_BLOCK_UNITS:,})")
     known = sorted(units["block"].unique())
     if blocks:
         missing = [b for b in blocks if b not in set(known)]
@@ -183,7 +189,7 @@ def _human(records: list[dict[str, Any]]) -> None:
     out = output_console()
     table = Table(title="Generate-then-Verify: verified claims per block (trivial ones aside)")
     for name in ("block", "units", "status", "claims", "singletons", "max k (singleton)",
-                 "negative", "whole block", "seconds"):
+                 "negative", "negative open", "whole block", "seconds"):
         table.add_column(name, justify="left" if name in ("block", "status") else "right")
     for r in records:
         nontrivial = [c for c in r["claims"] if not c["trivial"]]
@@ -192,8 +198,13 @@ def _human(records: list[dict[str, Any]]) -> None:
                       str(len(nontrivial)),
                       str(len(single)), str(max(single, default=0)),
                       str(sum(not c["trivial"] for c in r["negative_claims"])),
+                      str(r.get("negative_undecided", 0)),
                       "certain" if r["reconstructed"] else "-", f"{r['elapsed_s']:.2f}")
     out.print(table)
+    left_open = sum(r.get("negative_undecided", 0) for r in records)
+    if left_open:
+        out.print(f"{left_open:,} 'at least one' questions left open by the per-block work "
+                  "budget (negative open): neither proven nor refuted.")
     unsound = [r["block"] for r in records if r.get("sound") is False]
     if unsound:
         out.print(f"[red]UNSOUND: a verified claim fails in the true block "
@@ -270,14 +281,19 @@ def tabulate(
     from statrecon.census.household_blocks import read_households
     from statrecon.census.household_release import tabulate_sql
 
+    check_writable(out, "--out")
     tables = tabulate_sql(read_households(households))
     cells = hh.table_index().cells
-    with out.open("w", encoding="utf-8", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["block", "cell", "value"])
-        for b in sorted(tables):
-            for c, v in zip(cells, tables[b], strict=True):
-                w.writerow([b, c.cell, int(v)])
+    with atomic_outputs(out) as (tmp,):
+        try:
+            with tmp.open("w", encoding="utf-8", newline="") as f:
+                w = csv.writer(f)
+                w.writerow(["block", "cell", "value"])
+                for b in sorted(tables):
+                    for c, v in zip(cells, tables[b], strict=True):
+                        w.writerow([b, c.cell, int(v)])
+        except OSError as e:
+            raise StatreconError(f"{out}: cannot write: {e.strerror or e}") from None
     Console(stderr=True).print(f"{len(tables)} blocks x {len(cells)} cells -> {out}")
 
 
@@ -308,7 +324,7 @@ def experiment(
     if blocks < 1:
         raise StatreconError(f"--blocks {blocks}: must be at least 1")
     n_workers = workers or (os.cpu_count() or 1)
-    out.mkdir(parents=True, exist_ok=True)
+    check_writable_folder(out, "--out")
     params = {"blocks": blocks, "seed": seed, "formulation": formulation, "k": k,
               "time_limit": time_limit}
     meta = out / "run.json"
@@ -366,8 +382,13 @@ def block_release(
     from statrecon.census.household_blocks import read_households
     from statrecon.census.household_release import block_release_document
 
+    check_writable(out, "--out")
     tasks = tasks_from_households(read_households(households), [block], str(households))
     doc = block_release_document(block, tasks[0].values)
-    out.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    with atomic_outputs(out) as (tmp,):
+        try:
+            tmp.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+        except OSError as e:
+            raise StatreconError(f"{out}: cannot write: {e.strerror or e}") from None
     Console(stderr=True).print(f"block {block}: {len(doc['statistics'])} statistics, "  # type: ignore[arg-type]
                                f"{len(doc['constraints'])} rules -> {out}")  # type: ignore[arg-type]
