@@ -209,6 +209,12 @@ def main() -> None:
         sys.exit(EXIT_USER)
     except (Abort, KeyboardInterrupt):  # Ctrl-C or SIGTERM
         code = EXIT_INTERRUPTED
+    except Exception:  # a signal inside an extension's import surfaces as an ImportError
+        from statrecon.interrupt import requested
+
+        if not requested():
+            raise
+        code = EXIT_INTERRUPTED
     if code == EXIT_INTERRUPTED:  # typer returns it for a KeyboardInterrupt in a command
         err.print("interrupted", highlight=False)
     sys.exit(code if isinstance(code, int) else EXIT_OK)
