@@ -76,7 +76,7 @@ GEO_COLUMNS = ("block", "tract", "state")
 OUTPUT_COLUMNS = (*GEO_COLUMNS, *hh.COLUMN_NAMES)
 REQUIRED_COLUMNS = ("block", *hh.COLUMN_NAMES)  # tract and state follow from the block id
 GEOID_LENGTH, TRACT_LENGTH, STATE_LENGTH = 15, 11, 2
-_GEOID = re.compile(r"^\d{15}$")
+_GEOID = re.compile(r"[0-9]{15}")  # ASCII digits only (\d also matches other scripts)
 
 MIN_TARGET_UNITS = 2
 MAX_TARGET_UNITS = 60
