@@ -74,6 +74,20 @@ def test_experiment_options_that_make_no_sense(args: list[str], part: str) -> No
     assert part in message and "\n" not in message
 
 
+@pytest.mark.parametrize("args", [
+    ["claims", "experiment", "--out", "never", "--time-limit", "nan"],
+    ["claims", "verify", "--tables", "never.csv", "--time-limit", "nan"],
+])
+def test_claims_time_limit_nan_is_refused(tmp_path: Path, args: list[str]) -> None:
+    from statrecon.cli import app
+
+    args = [str(tmp_path / a) if a.startswith("never") else a for a in args]
+    result = CliRunner().invoke(app, args)
+    assert isinstance(result.exception, StatreconError), result.output
+    assert "--time-limit nan" in str(result.exception)
+    assert list(tmp_path.iterdir()) == []  # refused before anything is written
+
+
 @pytest.mark.parametrize("command", ["diffix", "dinur-nissim"])
 def test_negative_seed_is_refused_by_the_option(command: str) -> None:
     result = CliRunner().invoke(experiment_cli(), ["experiment", command, "--seed", "-1"])

@@ -39,7 +39,7 @@ def _options(formulation: str, k: int, time_limit: float | None, negative: bool)
         raise StatreconError(f"--formulation {formulation!r}: expected fast or paper")
     if k < 1:
         raise StatreconError(f"--k {k}: need at least one generated dataset")
-    if time_limit is not None and time_limit <= 0:
+    if time_limit is not None and not time_limit > 0:  # NaN too
         raise StatreconError(f"--time-limit {time_limit}: must be positive")
     return ClaimsOptions(formulation=formulation, k_solutions=k, time_limit=time_limit,
                          negative=negative)
