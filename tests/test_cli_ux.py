@@ -207,3 +207,12 @@ def test_tabulate_refuses_to_overwrite_its_inputs(tmp_path: Path) -> None:
         proc = statrecon("tabulate", "--microdata", truth, "--release", release, "--out", out)
         assert_user_error(proc, f"--out {out}", named)
     assert (release.read_bytes(), truth.read_bytes()) == before
+
+
+def test_tabulate_decimals_are_bounded(tmp_path: Path) -> None:
+    """10**decimals is computed exactly: a billion decimals would never finish."""
+    proc = statrecon("tabulate", "--microdata", EXAMPLES / "hospital_truth.csv", "--release",
+                     EXAMPLES / "hospital.yaml", "--out", tmp_path / "out.yaml",
+                     "--decimals", "1000000000")
+    assert_user_error(proc, "--decimals")
+    assert not (tmp_path / "out.yaml").exists()

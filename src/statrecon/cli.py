@@ -129,7 +129,7 @@ def tabulate(
     suppress_below: Annotated[int | None, typer.Option(
         min=1, help="Suppress statistics over fewer than K rows.")] = None,
     decimals: Annotated[int, typer.Option(
-        min=0, help="Publish means/medians rounded to this many decimals.")] = 1,
+        min=0, max=100, help="Publish means/medians rounded to this many decimals.")] = 1,
 ) -> None:
     """Compute a release's true answers from microdata (what a publisher would print)."""
     from statrecon.release.files import load_release, write_filled_release
