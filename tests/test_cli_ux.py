@@ -216,3 +216,15 @@ def test_tabulate_decimals_are_bounded(tmp_path: Path) -> None:
                      "--decimals", "1000000000")
     assert_user_error(proc, "--decimals")
     assert not (tmp_path / "out.yaml").exists()
+
+
+@pytest.mark.parametrize("args", [
+    ["reconstruct", "examples/hospital.yaml", "--method", "sgd"],
+    ["census", "compare", "--truth", "t.csv", "--recon", "r.parquet"],
+])
+def test_negative_seeds_are_refused(args: list[str]) -> None:
+    """numpy refuses negative seeds with a message naming another option, or a traceback."""
+    from statrecon.cli import app
+
+    result = CliRunner().invoke(app, [*args, "--seed", "-1"])
+    assert result.exit_code == 2 and "--seed" in result.output, result.output

@@ -62,7 +62,7 @@ def reconstruct(
                                        "datasets.")] = 10_000,
     time_limit: Annotated[float | None, typer.Option(
         min=0.001, help="Seconds for the whole run; past it the answer is 'unknown'.")] = None,
-    seed: Annotated[int, typer.Option(help="Seed of randomized methods.")] = 0,
+    seed: Annotated[int, typer.Option(min=0, help="Seed of randomized methods.")] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
     symmetry_breaking: Annotated[bool, typer.Option(
         help="Order interchangeable rows so each dataset is found once.")] = True,

@@ -177,7 +177,7 @@ def block_release(
 def compare(
     truth: Annotated[Path, typer.Option(help="The true persons file.")],
     recon: Annotated[Path, typer.Option(help="Reconstruction from `census reconstruct`.")],
-    seed: Annotated[int, typer.Option(help="Seed of the random baseline.")] = 0,
+    seed: Annotated[int, typer.Option(min=0, help="Seed of the random baseline.")] = 0,
     strict: Annotated[bool, typer.Option("--strict", help="Refuse a truth file with tracts "
                                          "the reconstruction lacks (default: compare the "
                                          "common tracts and count the rest).")] = False,
