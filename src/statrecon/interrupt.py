@@ -49,6 +49,15 @@ def install() -> None:
     _installed = True
 
 
+def worker() -> None:
+    """In a pool worker: ignore SIGINT, which Ctrl-C sends to the whole process group (the
+    parent stops the pool), and keep CP-SAT from catching it (it would end a solve early and
+    reset SIGINT to the default). SIGTERM, the parent's way to stop a worker, still ends it."""
+    global _installed
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _installed = True
+
+
 def requested() -> bool:
     """True once SIGINT or SIGTERM arrived (only after ``install``)."""
     return _requested.is_set()

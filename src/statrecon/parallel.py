@@ -8,13 +8,12 @@ the pool and Dask only change where it runs, never what it computes.
 from __future__ import annotations
 
 import multiprocessing
-import signal
 from collections.abc import Callable, Generator, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any, TypeVar
 
+from statrecon import interrupt
 from statrecon.errors import StatreconError
-from statrecon.interrupt import deferred
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -56,9 +55,7 @@ _SHARED: Any = None
 def _init_worker(shared: Any) -> None:
     global _SHARED
     _SHARED = shared
-    # Ctrl-C reaches the whole process group: the parent stops the workers, which must not
-    # print tracebacks of their own (SIGTERM, the parent's way to stop them, still ends them).
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    interrupt.worker()  # Ctrl-C reaches the whole group: the parent stops the workers
 
 
 def _call(fn: Callable[[Any, T], R], unit: T) -> R:
@@ -108,7 +105,7 @@ def _drive(pool: ProcessPoolExecutor, fn: Callable[[Any, T], R], units: Iterable
             except StopIteration:
                 exhausted = True
                 break
-            with deferred():  # may start a worker process: let it start whole
+            with interrupt.deferred():  # may start a worker process: let it start whole
                 pending[pool.submit(_call, fn, unit)] = unit
         if not pending:
             return
