@@ -341,19 +341,26 @@ def _prove_values(release: Release, known: KnownData, options: ExactOptions,
         unseen = [v for v in range(lo, hi + 1) if v not in values[name]]
         if not unseen:
             return True
-        news = []
-        for r in range(rm.n):
-            b = rm.model.new_bool_var("")
-            rm.model.add_linear_expression_in_domain(
-                rm.x[r][name], cp_model.Domain.from_values(unseen)).only_enforce_if(b)
-            news.append(rm._and(rm.present[r], b))
-        rm.model.add_bool_or([b for b in news if b is not False] or [rm._false])
+        _some_row_value(rm, name, cp_model.Domain.from_values(unseen))
         solver = _solver(options, deadline)
         status = solver.solve(rm.model)
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             _add_witness(rm, solver, values)
         else:
             return status == cp_model.INFEASIBLE
+
+
+def _some_row_value(rm: RecordModel, name: str, domain: cp_model.Domain) -> Any:
+    """A variable equal to column ``name`` of some present row, restricted to ``domain``: one
+    copy of the domain, not one per row."""
+    y = rm.model.new_int_var_from_domain(domain, "")
+    pick = [rm.model.new_bool_var("") for _ in range(rm.n)]
+    rm.model.add_exactly_one(pick or [rm._false])
+    for r, b in enumerate(pick):
+        if rm.present[r] is not True:
+            rm.model.add_implication(b, rm.present[r])
+        rm.model.add(y == rm.x[r][name]).only_enforce_if(b)
+    return y
 
 
 def _prove_extremes(release: Release, known: KnownData, options: ExactOptions,
@@ -365,20 +372,8 @@ def _prove_extremes(release: Release, known: KnownData, options: ExactOptions,
             rm = _model(release, known, options, deadline)
         except _OutOfTime:
             return
-        if rm.n == 0:
-            return
         lo, hi = rm._domain(release.schema.column(name))
-        pick = [rm.model.new_bool_var("") for _ in range(rm.n)]
-        rm.model.add_exactly_one(pick)
-        y = rm.model.new_int_var(lo, hi, "")
-        for r, b in enumerate(pick):
-            present = rm.present[r]
-            if present is False:
-                rm.model.add(b == 0)
-                continue
-            if present is not True:
-                rm.model.add_implication(b, present)
-            rm.model.add(y == rm.x[r][name]).only_enforce_if(b)
+        y = _some_row_value(rm, name, cp_model.Domain(lo, hi))
         if maximize:
             rm.model.maximize(y)
         else:
