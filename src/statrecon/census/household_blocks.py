@@ -82,6 +82,9 @@ MIN_TARGET_UNITS = 2
 MAX_TARGET_UNITS = 60
 MAX_BLOCK_UNITS = 500
 MAX_TARGETS = 10_000
+# The claims engine packs a multiplicity in 12 bits, and no census block has 4,096 or more
+# housing units (the largest have a few thousand): more is a mistake or an attack.
+MAX_BLOCK_UNITS = 4095
 BLOCK_UNITS_MEDIAN = 10.0
 BLOCK_UNITS_SIGMA = 1.1
 BLOCKS_PER_TRACT = (30, 45)
@@ -649,6 +652,13 @@ def read_households(path: Path | str) -> pd.DataFrame:
         i, at, more = where(bad)
         raise StatreconError(f"{at}: block id {block[i]!r} is not {GEOID_LENGTH} digits "
                              f"(state 2, county 3, tract 6, block 4){more}")
+    units_in = np.bincount(inverse)
+    if len(units_in) and units_in.max() > MAX_BLOCK_UNITS:
+        big = int(np.argmax(units_in))
+        i, at, _ = where(np.cumsum(inverse == big) == MAX_BLOCK_UNITS + 1)
+        raise StatreconError(f"{at}: block {uniq[big]} has {int(units_in[big]):,} housing "
+                             f"units, more than a census block holds (at most "
+                             f"{MAX_BLOCK_UNITS:,})")
     for name, length in (("tract", TRACT_LENGTH), ("state", STATE_LENGTH)):
         derived = np.array([b[:length] for b in uniq], dtype=object)[inverse]
         if name not in cols:
