@@ -203,18 +203,25 @@ def test_tabulate_refuses_to_overwrite_its_inputs(tmp_path: Path) -> None:
     truth = tmp_path / "truth.csv"
     truth.write_bytes((EXAMPLES / "hospital_truth.csv").read_bytes())
     before = release.read_bytes(), truth.read_bytes()
+    from statrecon.cli import app
+
     for out, named in ((tmp_path / "." / "hospital.yaml", "--release"), (truth, "--microdata")):
-        proc = statrecon("tabulate", "--microdata", truth, "--release", release, "--out", out)
-        assert_user_error(proc, f"--out {out}", named)
+        result = CliRunner().invoke(app, ["tabulate", "--microdata", str(truth), "--release",
+                                          str(release), "--out", str(out)])
+        assert isinstance(result.exception, StatreconError), result.output
+        assert f"--out {out}" in str(result.exception) and named in str(result.exception)
     assert (release.read_bytes(), truth.read_bytes()) == before
 
 
 def test_tabulate_decimals_are_bounded(tmp_path: Path) -> None:
     """10**decimals is computed exactly: a billion decimals would never finish."""
-    proc = statrecon("tabulate", "--microdata", EXAMPLES / "hospital_truth.csv", "--release",
-                     EXAMPLES / "hospital.yaml", "--out", tmp_path / "out.yaml",
-                     "--decimals", "1000000000")
-    assert_user_error(proc, "--decimals")
+    from statrecon.cli import app
+
+    result = CliRunner().invoke(app, [
+        "tabulate", "--microdata", str(EXAMPLES / "hospital_truth.csv"), "--release",
+        str(EXAMPLES / "hospital.yaml"), "--out", str(tmp_path / "out.yaml"),
+        "--decimals", "1000000000"])
+    assert result.exit_code == 2 and "--decimals" in result.output
     assert not (tmp_path / "out.yaml").exists()
 
 
