@@ -116,7 +116,7 @@ def test_huge_count_is_refused_before_building(tmp_path: Path) -> None:
     assert_bounded(m)
     assert m.wall_s < 20
     line = assert_user_error(subprocess.CompletedProcess([], m.returncode, m.stdout, m.stderr),
-                             "release.yaml", "10^30 rows", "over the limit of 500,000",
+                             "release.yaml", "10^30 rows", "over the limit of 3,000,000",
                              "--max-model-size")
     assert "records:" in line
 

@@ -68,7 +68,7 @@ def reconstruct(
         help="Order interchangeable rows so each dataset is found once.")] = True,
     max_model_size: Annotated[int, typer.Option(
         min=1, help="Exact engine: refuse, before building it, a model estimated over this "
-                    "many terms (rows x per-row variables and literals).")] = 500_000,
+                    "many terms (rows x per-row variables and literals).")] = 3_000_000,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress on stderr.")] = False,
 ) -> None:
     """Find every dataset consistent with a release; say what is certain."""

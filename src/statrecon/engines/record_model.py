@@ -86,7 +86,7 @@ def row_count_bounds(release: Release, known: KnownData) -> Bounds:
     return Bounds(min(low, max(high, 0)), max(high, 0), tuple(source))
 
 
-DEFAULT_MAX_MODEL_SIZE = 500_000  # terms; about 1 KiB and 25 us of building each
+DEFAULT_MAX_MODEL_SIZE = 3_000_000  # terms: a few hundred bytes and 10-20 us of building each
 
 
 @dataclass(frozen=True)
@@ -103,8 +103,14 @@ def model_size(release: Release, known: KnownData) -> ModelSize:
     """Estimate the model before building it: a huge COUNT or many rows must not build."""
     rows = row_count_bounds(release, known).high
     per_row = sum(2 + (len(c.values) if c.is_categorical else 0) for c in release.schema.unknown)
-    per_row += sum(_atoms(c.predicate) for c in release.constraints)
-    per_row += sum(_statistic_terms(s) for s in release.statistics)
+    nodes: set[Predicate] = set()  # literals are built once per row and predicate (cached)
+    for c in release.constraints:
+        _collect(c.predicate, nodes)
+    live = [s for s in release.statistics if not isinstance(s.answer, Noisy)]
+    for s in live:
+        _collect(s.query.where, nodes)
+    per_row += sum(_node_terms(p) for p in nodes) + len(release.constraints)
+    per_row += sum(_statistic_terms(s) for s in live)
     return ModelSize(rows, len(release.schema.columns), len(release.statistics),
                      rows * max(per_row, 1))
 
@@ -128,22 +134,36 @@ def _amount(n: int) -> str:
     return f"{n:,}" if n < 10**12 else f"10^{len(str(n)) - 1}"
 
 
-def _atoms(pred: Predicate) -> int:
-    """Literals a predicate adds per row (one per comparison or set test)."""
-    if isinstance(pred, Not):
-        return _atoms(pred.arg)
+def _collect(pred: Predicate, seen: set[Predicate]) -> None:
+    """Every distinct sub-predicate (iteratively: AND/OR chains may be long)."""
+    stack = [pred]
+    while stack:
+        p = stack.pop()
+        if p in seen:
+            continue
+        seen.add(p)
+        if isinstance(p, Not):
+            stack.append(p.arg)
+        elif isinstance(p, And | Or):
+            stack.extend(p.args)
+
+
+def _node_terms(pred: Predicate) -> int:
+    """Variables and constraints one predicate node adds per row."""
+    if isinstance(pred, Const | KnownBool | Not):
+        return 0
     if isinstance(pred, And | Or):
-        return 1 + sum(_atoms(a) for a in pred.args)
+        return 3
     if isinstance(pred, InSet):
-        return max(1, len(pred.values))
-    return 0 if isinstance(pred, Const | KnownBool) else 1
+        return 3 if len(pred.values) > 1 else 0
+    return 3  # a comparison: its literal and two reified constraints
 
 
 def _statistic_terms(s: Statistic) -> int:
-    if isinstance(s.answer, Noisy):
-        return 0
-    extra = {Aggregate.MEDIAN: 8, Aggregate.MIN: 2, Aggregate.MAX: 2}.get(s.query.aggregate, 0)
-    return 1 + _atoms(s.query.where) + (1 if s.query.column else 0) + extra
+    """Per row: the match literal (presence AND predicate) and the aggregate's terms."""
+    extra = {Aggregate.MEDIAN: 14, Aggregate.MIN: 4, Aggregate.MAX: 4, Aggregate.SUM: 3,
+             Aggregate.AVG: 3}.get(s.query.aggregate, 0)
+    return 3 + extra
 
 
 class RecordModel:
