@@ -228,6 +228,7 @@ def test_tabulate_decimals_are_bounded(tmp_path: Path) -> None:
 @pytest.mark.parametrize("args", [
     ["reconstruct", "examples/hospital.yaml", "--method", "sgd"],
     ["census", "compare", "--truth", "t.csv", "--recon", "r.parquet"],
+    ["claims", "experiment", "--out", "never-written"],
 ])
 def test_negative_seeds_are_refused(args: list[str]) -> None:
     """numpy refuses negative seeds with a message naming another option, or a traceback."""
@@ -235,3 +236,4 @@ def test_negative_seeds_are_refused(args: list[str]) -> None:
 
     result = CliRunner().invoke(app, [*args, "--seed", "-1"])
     assert result.exit_code == 2 and "--seed" in result.output, result.output
+    assert not Path("never-written").exists()  # refused before the run folder is made

@@ -295,7 +295,7 @@ def tabulate(
 def experiment(
     out: Annotated[Path, typer.Option(help="Directory for figures, tables and results.")],
     blocks: Annotated[int, typer.Option(help="Synthetic blocks to attack.")] = 50,
-    seed: Annotated[int, typer.Option(help="Seed of the synthetic blocks.")] = 0,
+    seed: Annotated[int, typer.Option(min=0, help="Seed of the synthetic blocks.")] = 0,
     formulation: Annotated[str, typer.Option(help="fast (default) or paper.")] = "fast",
     k: Annotated[int, typer.Option("--k", help="Consistent datasets per block.")] = 100,
     time_limit: Annotated[float | None, typer.Option(help="Seconds per block.")] = None,
