@@ -182,3 +182,19 @@ statistics:
     assert m.returncode == 3, m.stderr
     data = json.loads(m.stdout)
     assert data["status"] == "unknown" and data["elapsed_s"] < 2.5
+
+
+def test_enumeration_keeps_a_bounded_number_of_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Datasets of many rows fill memory fast (10,000 of 2,000 rows: GBs); past MAX_ROWS_KEPT
+    rows the enumeration stops as if --limit were reached, and the proofs still hold."""
+    from statrecon.engines import exact
+
+    release = load_release(EXAMPLES / "block_2b.yaml")  # 30 datasets of 3 rows
+    known = compile_known(release, None)
+    full = reconstruct_exact(release, known)
+    monkeypatch.setattr(exact, "MAX_ROWS_KEPT", 30)
+    cut = reconstruct_exact(release, known)
+    assert (full.solution_count, full.complete) == (30, True)
+    assert (cut.solution_count, cut.complete, cut.status) == (10, False, "multiple")
+    assert cut.column_values == full.column_values and cut.certain_complete
+    assert cut.certain_rows == full.certain_rows

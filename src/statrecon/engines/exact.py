@@ -49,6 +49,10 @@ class ExactOptions:
     max_model_size: int | None = DEFAULT_MAX_MODEL_SIZE
 
 
+# Enumeration keeps at most this many rows of datasets in memory (each row a tuple: about
+# 100 bytes): past it, it stops as if --limit had been reached, and proofs take over.
+MAX_ROWS_KEPT = 2_000_000
+
 # Columns with more possible values than this get their smallest and largest value proven,
 # not every value: listing a domain of 10^9 values would exhaust memory.
 MAX_VALUES_PROVEN = 1_000
@@ -95,15 +99,23 @@ def _solver(options: ExactOptions, deadline: _Deadline, workers: int | None = No
 
 
 class _Collector(cp_model.CpSolverSolutionCallback):
+    """Keeps distinct datasets; stops at ``limit`` of them or MAX_ROWS_KEPT rows in all."""
+
     def __init__(self, rm: RecordModel, limit: int) -> None:
         super().__init__()
         self.rm = rm
         self.limit = limit
         self.found: dict[Dataset, None] = {}
+        self.rows = 0
+        self.full = False
 
     def on_solution_callback(self) -> None:
-        self.found.setdefault(self.rm.dataset(self.value), None)
-        if len(self.found) >= self.limit:
+        dataset = self.rm.dataset(self.value)
+        if dataset not in self.found:
+            self.found[dataset] = None
+            self.rows += len(dataset)
+        if len(self.found) >= self.limit or self.rows >= MAX_ROWS_KEPT:
+            self.full = True
             self.stop_search()
 
 
@@ -125,10 +137,13 @@ def _enumerate(rm: RecordModel, options: ExactOptions, deadline: _Deadline
                ) -> tuple[list[Dataset], bool, str]:
     solver = _solver(options, deadline, workers=1)
     solver.parameters.enumerate_all_solutions = True
+    # Enumeration cannot use symmetries, and detecting them on a large model takes seconds
+    # that no time limit interrupts.
+    solver.parameters.symmetry_level = 0
     collector = _Collector(rm, options.limit)
     status = solver.solve(rm.model, collector)
     datasets = list(collector.found)
-    complete = status in (cp_model.OPTIMAL, cp_model.INFEASIBLE) and len(datasets) < options.limit
+    complete = status in (cp_model.OPTIMAL, cp_model.INFEASIBLE) and not collector.full
     return datasets, complete, solver.status_name(status)
 
 
