@@ -12,7 +12,6 @@ time-out. Without ``install`` (library use) it behaves exactly like ``CpSolver``
 
 from __future__ import annotations
 
-import math
 import signal
 import socket
 import threading
@@ -115,8 +114,7 @@ def _watch(reader: socket.socket) -> None:
 
 
 class Solver(cp_model.CpSolver):
-    """A CpSolver that Ctrl-C and SIGTERM stop at once (see the module docstring), and that
-    keeps to ``max_time_in_seconds``."""
+    """A CpSolver that Ctrl-C and SIGTERM stop at once (see the module docstring)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -127,19 +125,10 @@ class Solver(cp_model.CpSolver):
               solution_callback: cp_model.CpSolverSolutionCallback | None = None) -> Any:
         with _lock:
             _active.add(self)
-        # CP-SAT checks its own time limit rarely in some phases (presolve of a large
-        # enumeration model: 10 s past a 5 s limit); stop_search is honoured promptly.
-        limit = self.parameters.max_time_in_seconds
-        timer = threading.Timer(limit, self.stop_search) if math.isfinite(limit) else None
         try:
             check()
-            if timer is not None:
-                timer.daemon = True
-                timer.start()
             status = super().solve(model, solution_callback)
         finally:
-            if timer is not None:
-                timer.cancel()
             with _lock:
                 _active.discard(self)
         check()
