@@ -92,3 +92,15 @@ def atomic_outputs(*paths: Path) -> Iterator[tuple[Path, ...]]:
         for tmp in temps:
             with contextlib.suppress(OSError):
                 tmp.unlink()
+
+
+def dump_yaml(data: object, *, width: int = 120) -> str:
+    """YAML without anchors or aliases (release files refuse them: the 'billion laughs'), keys
+    in the order given, text as written."""
+    import yaml
+
+    class _Plain(yaml.SafeDumper):
+        def ignore_aliases(self, data: object) -> bool:
+            return True
+
+    return str(yaml.dump(data, Dumper=_Plain, sort_keys=False, allow_unicode=True, width=width))

@@ -12,11 +12,10 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-import yaml
-
 from statrecon.census.release import CensusRelease
 from statrecon.census.sf1 import MAX_AGE, MEDIAN_SCALE, RACES, Sf1Cell
 from statrecon.errors import StatreconError
+from statrecon.outputs import dump_yaml
 
 TABLE = "persons"
 
@@ -88,4 +87,4 @@ def block_release(release: CensusRelease, block: str) -> dict[str, Any]:
 
 
 def block_release_yaml(release: CensusRelease, block: str) -> str:
-    return yaml.safe_dump(block_release(release, block), sort_keys=False, width=1000)
+    return dump_yaml(block_release(release, block), width=1000)

@@ -15,7 +15,7 @@ from rich.table import Table
 
 from statrecon.commands.progress import work_bar
 from statrecon.errors import InconsistentReleaseError, StatreconError
-from statrecon.outputs import atomic_outputs, check_writable
+from statrecon.outputs import atomic_outputs, check_writable, dump_yaml
 from statrecon.report import output_console
 
 census_app = typer.Typer(
@@ -151,20 +151,11 @@ def block_release(
     out: Annotated[Path, typer.Option(help="Release file (YAML) to write.")],
 ) -> None:
     """One block's SF1 cells as statrecon statistics (for `statrecon reconstruct`)."""
-    import yaml
-
     from statrecon.census.release import read_release
     from statrecon.census.statistics import block_release as block_document
 
-    class Plain(yaml.SafeDumper):
-        """No anchors or aliases: release files refuse them (YAML alias bombs)."""
-
-        def ignore_aliases(self, data: Any) -> bool:
-            return True
-
     check_writable(out, "--out")
-    text = yaml.dump(block_document(read_release(release), block), Dumper=Plain,
-                     sort_keys=False, width=1000)
+    text = dump_yaml(block_document(read_release(release), block), width=1000)
     with atomic_outputs(out) as (tmp,):
         try:
             tmp.write_text(text, encoding="utf-8")

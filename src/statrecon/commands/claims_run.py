@@ -25,7 +25,7 @@ from rich.table import Table
 
 from statrecon.commands.progress import work_bar
 from statrecon.errors import StatreconError
-from statrecon.outputs import atomic_outputs, check_writable, check_writable_folder
+from statrecon.outputs import atomic_outputs, check_writable, check_writable_folder, dump_yaml
 from statrecon.report import output_console, safe_text
 
 EXIT_UNKNOWN = 3
@@ -372,8 +372,6 @@ def block_release(
     out: Annotated[Path, typer.Option(help="Release file to write (YAML).")],
 ) -> None:
     """One block's tables as a statrecon release file, for `statrecon reconstruct`."""
-    import yaml
-
     from statrecon.census.household_blocks import read_households
     from statrecon.census.household_release import block_release_document
 
@@ -382,7 +380,7 @@ def block_release(
     doc = block_release_document(block, tasks[0].values)
     with atomic_outputs(out) as (tmp,):
         try:
-            tmp.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+            tmp.write_text(dump_yaml(doc), encoding="utf-8")
         except OSError as e:
             raise StatreconError(f"{out}: cannot write: {e.strerror or e}") from None
     Console(stderr=True).print(f"block {block}: {len(doc['statistics'])} statistics, "  # type: ignore[arg-type]

@@ -594,7 +594,7 @@ DIFFIX_TABLE, DIFFIX_ID, DIFFIX_SECRET = "loans", "client_id", "loan_status"
 def diffix_release_yaml(sql: Sequence[str], answers: np.ndarray, stds: np.ndarray,
                         n_ids: int) -> str:
     """A release file (YAML, version 1) publishing the noisy answers, noise declared."""
-    import yaml
+    from statrecon.outputs import dump_yaml
 
     doc = {
         "version": 1,
@@ -611,7 +611,7 @@ def diffix_release_yaml(sql: Sequence[str], answers: np.ndarray, stds: np.ndarra
             for i, (text, v, sd) in enumerate(zip(sql, answers, stds, strict=True))
         ],
     }
-    return str(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=10_000))
+    return dump_yaml(doc, width=10_000)
 
 
 def diffix_attack(n_ids: int = 200, primes: Sequence[int] | None = None,
