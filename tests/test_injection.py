@@ -348,3 +348,126 @@ def test_identifiers_are_checked(name: str) -> None:
 def test_identifiers_are_quoted_by_sqlglot() -> None:
     assert quote_identifier("Age_2") == '"Age_2"'
     assert check_identifier("a" * 63) == "a" * 63
+
+
+# ------------------------------------------------------------------ census and claims
+
+
+HOSTILE_TEXT = [
+    "x'); " + EXFIL + "; --",
+    "060375324001066' OR '1'='1",
+    "male\"; INSTALL httpfs; --",
+    "ATTACH '{out}' AS evil",
+]
+
+
+def _persons(box: Sandbox, name: str = "persons.csv") -> Path:
+    source = Path(__file__).resolve().parent.parent / "examples" / "census" / "persons_3tracts.csv"
+    lines = source.read_text(encoding="utf-8").splitlines()[:40]
+    path = box.work / name
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("payload", HOSTILE_TEXT)
+@pytest.mark.parametrize("column", ["block_geoid", "sex", "age", "white"])
+def test_census_persons_values_are_data(payload: str, column: str, box: Sandbox,
+                                        capsys: pytest.CaptureFixture[str],
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A persons file whose cells are SQL: refused as a bad value, never run."""
+    import pandas as pd
+
+    path = _persons(box)
+    frame = pd.read_csv(path, dtype=str)
+    frame.loc[3, column] = _fill(payload, box)
+    frame.to_csv(path, index=False)
+    before = box.files()
+    code, out, err = run_cli(["census", "tabulate", "--persons", str(path), "--out",
+                              "release.parquet"], box, capsys, monkeypatch)
+    assert_refused(box, before, code, out, err)
+    assert "line 5" in err
+
+
+def test_census_paths_with_sql_in_their_names_are_bound(
+        box: Sandbox, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """File names are bound parameters: a name full of quotes and SQL is just a name."""
+    name = "p'); COPY (SELECT 1) TO 'evil.csv'; --.csv"
+    path = _persons(box, name)
+    out_name = "r'); COPY (SELECT 1) TO 'evil2.csv'; --.parquet"
+    before = box.files()
+    code, _, err = run_cli(["census", "tabulate", "--persons", str(path), "--out", out_name],
+                           box, capsys, monkeypatch)
+    assert code == 0, err
+    recon = "c'); ATTACH 'evil.db' AS x; --.parquet"
+    code, _, err = run_cli(["census", "reconstruct", out_name, "--out", recon, "--workers", "1",
+                            "--quiet"], box, capsys, monkeypatch)
+    assert code == 0, err
+    code, _, err = run_cli(["census", "compare", "--truth", str(path), "--recon", recon,
+                            "--json"], box, capsys, monkeypatch)
+    assert code == 0, err
+    created = {p.name for p in box.files() - before}
+    assert created == {out_name, recon}, created
+    assert not (box.home / ".duckdb").exists()
+
+
+@pytest.mark.parametrize("payload", HOSTILE_TEXT)
+def test_census_block_release_block_is_checked(payload: str, box: Sandbox,
+                                               capsys: pytest.CaptureFixture[str],
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    path = _persons(box)
+    code, _, err = run_cli(["census", "tabulate", "--persons", str(path), "--out", "r.parquet"],
+                           box, capsys, monkeypatch)
+    assert code == 0, err
+    before = box.files()
+    code, out, err = run_cli(["census", "block-release", "r.parquet", "--block",
+                              _fill(payload, box), "--out", "b.yaml"], box, capsys, monkeypatch)
+    assert_refused(box, before, code, out, err)
+
+
+@pytest.mark.parametrize("payload", HOSTILE_TEXT)
+@pytest.mark.parametrize("column", ["block", "cell", "value"])
+def test_claims_tables_values_are_data(payload: str, column: str, box: Sandbox,
+                                       capsys: pytest.CaptureFixture[str],
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from test_claims_cli import households
+
+    units = households(box.work)
+    code, _, err = run_cli(["claims", "tabulate", "--households", str(units), "--out",
+                            "tables.csv"], box, capsys, monkeypatch)
+    assert code == 0, err
+    tables = box.work / "tables.csv"
+    lines = tables.read_text(encoding="utf-8").splitlines()
+    header = lines[0].split(",")
+    cells = lines[1].split(",")
+    cells[header.index(column)] = '"' + _fill(payload, box).replace('"', '""') + '"'
+    lines[1] = ",".join(cells)
+    tables.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    before = box.files()
+    code, out, err = run_cli(["claims", "verify", "--tables", str(tables), "--k", "5",
+                              "--json", "--quiet"], box, capsys, monkeypatch)
+    assert_refused(box, before, code, out, err)
+    assert "tables.csv" in err
+
+
+@pytest.mark.parametrize("payload", HOSTILE_TEXT)
+@pytest.mark.parametrize("command", ["block-release", "check-households", "tabulate"])
+def test_claims_households_values_are_data(payload: str, command: str, box: Sandbox,
+                                           capsys: pytest.CaptureFixture[str],
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    import pandas as pd
+    from test_claims_cli import BLOCK_A, households
+
+    units = households(box.work)
+    frame = pd.read_csv(units, dtype=str, keep_default_na=False)
+    frame.loc[1, "tenure" if "tenure" in frame.columns else frame.columns[-1]] = _fill(
+        payload, box)
+    frame.to_csv(units, index=False)
+    args = {"block-release": ["--households", str(units), "--block", BLOCK_A, "--out",
+                              "b.yaml"],
+            "check-households": [str(units)],
+            "tabulate": ["--households", str(units), "--out", "t.csv"]}[command]
+    before = box.files()
+    code, out, err = run_cli(["claims", command, *args], box, capsys, monkeypatch)
+    assert_refused(box, before, code, out, err)
+    assert "blocks.csv" in err
