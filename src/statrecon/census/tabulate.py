@@ -87,10 +87,10 @@ def _medians(con: duckdb.DuckDBPyConnection, cells: list[Sf1Cell]) -> pa.Table:
     SF1 prints it)."""
     parts = []
     for c in cells:  # c.sql() is built from the cell's typed fields; names are parameters
-        parts.append(con.execute(f"""
+        parts.append(con.sql(f"""
             SELECT 'block' AS level, block AS geoid, $table AS "table", $cell AS cell,
                    CAST(coalesce(round({MEDIAN_SCALE} * quantile_cont(age, 0.5)
                                        FILTER (WHERE {c.sql()})), 0) AS INTEGER) AS value
             FROM persons GROUP BY block ORDER BY block""",
-                                 {"table": c.table, "cell": c.cell}).to_arrow_table())
+                             params={"table": c.table, "cell": c.cell}).to_arrow_table())
     return pa.concat_tables(parts)
