@@ -158,7 +158,8 @@ def test_wide_integer_domain_is_not_enumerated(tmp_path: Path) -> None:
     assert data["status"] == "multiple" and data["complete"] is False
     values = data["column_values"]["x"]
     assert min(values) == 0 and max(values) == 1000  # proven extremes (SUM = 1000, x >= 0)
-    assert data["certain_complete"] is False  # not every possible value is listed
+    assert data["column_ranges"] == {"x": [0, 1000]}  # proven, not every value listed
+    assert data["certain_complete"] is True
 
 
 def test_time_limit_covers_building_the_model(tmp_path: Path) -> None:

@@ -45,6 +45,9 @@ class ReconstructionResult:
     certain_rows: list[CertainRow] = field(default_factory=list)
     certain_cells: list[CertainCell] = field(default_factory=list)
     column_values: dict[str, list[Any]] = field(default_factory=dict)
+    # Columns whose domain is too wide to list every possible value: their proven smallest and
+    # largest value (``column_values`` then lists only values seen in proofs).
+    column_ranges: dict[str, tuple[Any, Any]] = field(default_factory=dict)
     certain_complete: bool = False
     conflict: list[str] = field(default_factory=list)
     conflict_minimal: bool = False
@@ -68,6 +71,7 @@ class ReconstructionResult:
                 {"row": c.row, "column": c.column, "value": c.value} for c in self.certain_cells
             ],
             "column_values": self.column_values,
+            "column_ranges": {c: list(r) for c, r in self.column_ranges.items()},
             "certain_complete": self.certain_complete,
             "conflict": self.conflict,
             "conflict_minimal": self.conflict_minimal,

@@ -187,11 +187,12 @@ def reconstruct_exact(
         status = "unique" if len(datasets) == 1 else "multiple"
         certain = _intersection(datasets)
         values = _values_seen(datasets, rm)
+        ranges: dict[str, tuple[int, int]] = {}
         certain_complete = True
     else:
         status = "multiple" if len(datasets) >= 2 else "unknown"
-        certain, values, certain_complete = _prove_certain(release, known, options, deadline,
-                                                           datasets, rm)
+        certain, values, ranges, certain_complete = _prove_certain(
+            release, known, options, deadline, datasets, rm)
         cells, cells_proven = _prove_cells(release, known, options, deadline, cells)
         certain_complete = certain_complete and cells_proven
     keep = datasets if options.keep_solutions is None else datasets[: options.keep_solutions]
@@ -207,6 +208,9 @@ def reconstruct_exact(
         ],
         column_values={c: [rm.release.schema.column(c).decode(v) for v in sorted(vs)]
                        for c, vs in values.items()},
+        column_ranges={c: (rm.release.schema.column(c).decode(lo),
+                           rm.release.schema.column(c).decode(hi))
+                       for c, (lo, hi) in ranges.items()},
         certain_complete=certain_complete,
         elapsed_s=time.monotonic() - started,
         **base,
@@ -301,8 +305,9 @@ def _values_seen(datasets: list[Dataset], rm: RecordModel) -> dict[str, set[int]
 def _prove_certain(
     release: Release, known: KnownData, options: ExactOptions, deadline: _Deadline,
     datasets: list[Dataset], rm0: RecordModel,
-) -> tuple[Counter[tuple[int, ...]], dict[str, set[int]], bool]:
-    """Certain rows and possible values by solver proofs, when enumeration did not finish."""
+) -> tuple[Counter[tuple[int, ...]], dict[str, set[int]], dict[str, tuple[int, int]], bool]:
+    """Certain rows, possible values and (for columns too wide to list) the proven range of
+    values, by solver proofs, when enumeration did not finish."""
     proven = True
     certain: Counter[tuple[int, ...]] = Counter()
     for t, k in sorted(_intersection(datasets).items()):
@@ -323,14 +328,18 @@ def _prove_certain(
         else:
             proven = False
     values = _values_seen(datasets, rm0)
+    ranges: dict[str, tuple[int, int]] = {}
     for name in values:
         lo, hi = rm0._domain(release.schema.column(name))
         if hi - lo + 1 <= MAX_VALUES_PROVEN:
             proven = _prove_values(release, known, options, deadline, name, values) and proven
-        else:  # only the extremes: not every possible value is listed
-            _prove_extremes(release, known, options, deadline, name, values)
+            continue
+        extremes = _prove_extremes(release, known, options, deadline, name, values)
+        if extremes is None:
             proven = False
-    return certain, values, proven
+        else:  # the range is proven; the values listed are those seen, not every one
+            ranges[name] = extremes
+    return certain, values, ranges, proven
 
 
 def _add_witness(rm: RecordModel, solver: cp_model.CpSolver, values: dict[str, set[int]]
@@ -379,14 +388,16 @@ def _some_row_value(rm: RecordModel, name: str, domain: cp_model.Domain) -> Any:
 
 
 def _prove_extremes(release: Release, known: KnownData, options: ExactOptions,
-                    deadline: _Deadline, name: str, values: dict[str, set[int]]) -> None:
-    """Add the smallest and largest possible value of a column (OPTIMAL proofs only), without
-    listing its domain."""
+                    deadline: _Deadline, name: str, values: dict[str, set[int]]
+                    ) -> tuple[int, int] | None:
+    """The smallest and largest possible value of a column, proven OPTIMAL without listing its
+    domain (their witnesses join ``values``); None when a proof did not finish."""
+    found: list[int] = []
     for maximize in (False, True):
         try:
             rm = _model(release, known, options, deadline)
         except _OutOfTime:
-            return
+            return None
         lo, hi = rm._domain(release.schema.column(name))
         y = _some_row_value(rm, name, cp_model.Domain(lo, hi))
         if maximize:
@@ -394,8 +405,11 @@ def _prove_extremes(release: Release, known: KnownData, options: ExactOptions,
         else:
             rm.model.minimize(y)
         solver = _solver(options, deadline)
-        if solver.solve(rm.model) == cp_model.OPTIMAL:
-            _add_witness(rm, solver, values)
+        if solver.solve(rm.model) != cp_model.OPTIMAL:
+            return None
+        _add_witness(rm, solver, values)
+        found.append(round(solver.objective_value))
+    return found[0], found[1]
 
 
 def _row_equals(rm: RecordModel, r: int, t: tuple[int, ...]) -> Any:

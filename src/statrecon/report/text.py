@@ -116,11 +116,16 @@ def render(result: ReconstructionResult, console: Console, *, n_stats: int,
         values.add_column("column")
         values.add_column("possible values")
         for c, vs in result.column_values.items():
-            values.add_row(Text(safe_text(c)), Text(safe_text(compress(vs))))
+            if c in result.column_ranges:
+                lo, hi = result.column_ranges[c]
+                shown = f"{lo}..{hi} (smallest and largest proven; too many values to list)"
+            else:
+                shown = compress(vs)
+            values.add_row(Text(safe_text(c)), Text(safe_text(shown)))
         console.print(values)
         if not result.certain_complete:
             console.print(Text("The time limit cut the proofs short: more rows may be certain "
-                               "and fewer values possible than listed.", style="yellow"))
+                               "and more values possible than listed.", style="yellow"))
     notes = []
     if result.ignored:
         notes.append("noisy statistics ignored by the exact engine: "
