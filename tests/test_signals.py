@@ -114,6 +114,32 @@ def test_exact_enumeration_stops_at_once(tmp_path: Path, sig: int) -> None:
     assert_interrupted(run, code, took)
 
 
+def _catches_sigterm(pid: int) -> bool:
+    """Whether process ``pid`` has a handler for SIGTERM (the SigCgt mask in /proc)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    caught = next(line for line in status.splitlines() if line.startswith("SigCgt:"))
+    return bool(int(caught.split()[1], 16) >> (signal.SIGTERM - 1) & 1)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_during_start_up_is_quiet_too(tmp_path: Path, sig: int) -> None:
+    """Before ``cli.main`` has installed its handlers (the CLI imports for half a second), the
+    console script's own handlers give the same exit: 130, 'interrupted', no traceback."""
+    if COMMAND[0].endswith(".py") or len(COMMAND) > 1:
+        pytest.skip("needs the installed console script")
+    release = tmp_path / "many.yaml"
+    release.write_text(MANY)
+    run = Run(tmp_path, "reconstruct", release, "--all", "--limit", "100000000", "--json")
+    end = time.monotonic() + 30
+    while not _catches_sigterm(run.proc.pid) and time.monotonic() < end:
+        time.sleep(0.002)
+    code, took = run.stop(sig)
+    assert_interrupted(run, code, took)
+
+
 @pytest.fixture(scope="module")
 def census_release(tmp_path_factory: pytest.TempPathFactory) -> Path:
     rel = tmp_path_factory.mktemp("signals") / "release.parquet"
