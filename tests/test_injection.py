@@ -11,15 +11,14 @@ time does not move) and never touch DuckDB's extension folder.
 from __future__ import annotations
 
 import os
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from conftest import CliRunner
 
-from statrecon import cli
 from statrecon.db import check_identifier, hardened, quote_identifier
 from statrecon.errors import StatreconError
 
@@ -67,20 +66,6 @@ class Sandbox:
 
     def files(self) -> set[Path]:
         return {p for p in self.root.rglob("*")}
-
-
-def run_cli(args: list[str], box: Sandbox, capsys: pytest.CaptureFixture[str],
-            monkeypatch: pytest.MonkeyPatch) -> tuple[int, str, str]:
-    """``statrecon ARGS`` in-process, in the sandbox, with HOME pointed into it."""
-    monkeypatch.chdir(box.work)
-    monkeypatch.setenv("HOME", str(box.home))
-    monkeypatch.setattr(sys, "argv", ["statrecon", *args])
-    capsys.readouterr()
-    with pytest.raises(SystemExit) as exited:
-        cli.main()
-    out = capsys.readouterr()
-    code = exited.value.code
-    return (code if isinstance(code, int) else 0), out.out, out.err
 
 
 def assert_refused(box: Sandbox, before: set[Path], code: int, out: str, err: str,
@@ -165,66 +150,63 @@ def _commands(release: Path) -> list[list[str]]:
 
 
 @pytest.fixture
-def box(tmp_path: Path) -> Sandbox:
-    return Sandbox(tmp_path)
+def box(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Sandbox:
+    sandbox = Sandbox(tmp_path)
+    monkeypatch.setenv("HOME", str(sandbox.home))  # DuckDB's extension folder goes there
+    return sandbox
 
 
-def test_the_clean_release_runs(box: Sandbox, capsys: pytest.CaptureFixture[str],
-                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_clean_release_runs(box: Sandbox, run_cli: CliRunner) -> None:
     """The corpus only means something if the same files without the attack succeed."""
     release = box.release()
     for args in _commands(release):
-        code, out, err = run_cli(args, box, capsys, monkeypatch)
+        code, out, err = run_cli(*args, cwd=box.work)
         assert code == 0, (args, out, err)
     assert not (box.home / ".duckdb").exists()
     assert box.secret.stat().st_atime == box.atime
 
 
 @pytest.mark.parametrize("table", TABLE_NAMES)
-def test_table_name_injection(table: str, box: Sandbox, capsys: pytest.CaptureFixture[str],
-                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_table_name_injection(table: str, box: Sandbox, run_cli: CliRunner) -> None:
     name = _fill(table, box)
     release = box.release(table=name, statistics=[
         {"id": "s1", "sql": 'SELECT SUM(age) FROM "' + name.replace('"', '""') + '"',
          "value": 3}])
     before = box.files()
     for args in _commands(release):
-        assert_refused(box, before, *run_cli(args, box, capsys, monkeypatch))
+        assert_refused(box, before, *run_cli(*args, cwd=box.work))
 
 
 @pytest.mark.parametrize("column", COLUMN_NAMES)
-def test_column_name_injection(column: str, box: Sandbox, capsys: pytest.CaptureFixture[str],
-                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_column_name_injection(column: str, box: Sandbox, run_cli: CliRunner) -> None:
     name = _fill(column, box)
     release = box.release(columns={"id": {"type": "integer", "known": True},
                                    name: {"type": "integer", "min": 0, "max": 10}},
                           statistics=[{"id": "s1", "sql": "SELECT COUNT(*) FROM t", "value": 3}])
     before = box.files()
     for args in _commands(release):
-        assert_refused(box, before, *run_cli(args, box, capsys, monkeypatch))
+        assert_refused(box, before, *run_cli(*args, cwd=box.work))
 
 
 @pytest.mark.parametrize("sql", STATISTIC_SQL)
-def test_statistic_sql_injection(sql: str, box: Sandbox, capsys: pytest.CaptureFixture[str],
-                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_statistic_sql_injection(sql: str, box: Sandbox, run_cli: CliRunner) -> None:
     release = box.release(statistics=[
         {"id": "s1", "sql": "SELECT SUM(age) FROM t WHERE id = 1", "value": 3},
         {"id": "evil", "sql": _fill(sql, box), "value": 3}])
     before = box.files()
     for args in _commands(release):
-        code, out, err = run_cli(args, box, capsys, monkeypatch)
+        code, out, err = run_cli(*args, cwd=box.work)
         assert_refused(box, before, code, out, err)
         assert "evil" in err
 
 
 @pytest.mark.parametrize("constraint", CONSTRAINTS)
 def test_constraint_injection(constraint: str, box: Sandbox,
-                              capsys: pytest.CaptureFixture[str],
-                              monkeypatch: pytest.MonkeyPatch) -> None:
+                              run_cli: CliRunner) -> None:
     release = box.release(constraints=[_fill(constraint, box)])
     before = box.files()
     for args in _commands(release):
-        code, out, err = run_cli(args, box, capsys, monkeypatch)
+        code, out, err = run_cli(*args, cwd=box.work)
         assert_refused(box, before, code, out, err)
         assert "constraint" in err
 
@@ -238,15 +220,14 @@ def test_constraint_injection(constraint: str, box: Sandbox,
     "evil: SELECT MAX(age) FROM t AS x(age, id) ; 3",
     "evil: ATTACH '{out}' AS x ; 3",
 ])
-def test_audit_stream_injection(line: str, box: Sandbox, capsys: pytest.CaptureFixture[str],
-                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_audit_stream_injection(line: str, box: Sandbox, run_cli: CliRunner) -> None:
     schema = box.release(statistics=[])
     stream = box.work / "stream.txt"
     stream.write_text("ok: SELECT SUM(age) FROM t WHERE id = 1 ; 3\n" + _fill(line, box) + "\n",
                       encoding="utf-8")
     before = box.files()
-    code, out, err = run_cli(["audit-stream", str(schema), "--input", str(stream), "--json"],
-                             box, capsys, monkeypatch)
+    code, out, err = run_cli("audit-stream", str(schema), "--input", str(stream), "--json",
+                             cwd=box.work)
     assert_refused(box, before, code, out, err)
     assert "stream.txt:2" in err
 
@@ -255,54 +236,50 @@ def test_audit_stream_injection(line: str, box: Sandbox, capsys: pytest.CaptureF
     "{secret}", "../secret.csv", "./../secret.csv", "sub/../../secret.csv", "link.csv", " ",
 ])
 def test_public_path_must_stay_in_the_release_folder(
-        public: str, box: Sandbox, capsys: pytest.CaptureFixture[str],
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        public: str, box: Sandbox, run_cli: CliRunner) -> None:
     (box.work / "link.csv").symlink_to(box.secret)
     release = box.release(public=_fill(public, box))
     before = box.files()
     for args in _commands(release)[1:]:
-        code, out, err = run_cli(args, box, capsys, monkeypatch)
+        code, out, err = run_cli(*args, cwd=box.work)
         assert_refused(box, before, code, out, err)
         assert "public" in err
 
 
 def test_public_outside_the_folder_is_allowed_on_the_command_line(
-        box: Sandbox, capsys: pytest.CaptureFixture[str],
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        box: Sandbox, run_cli: CliRunner) -> None:
     outside = box.root / "roster.csv"
     outside.write_text("id\n1\n2\n3\n", encoding="utf-8")
     release = box.release(public="../roster.csv")
-    code, _, err = run_cli(["reconstruct", str(release), "--json"], box, capsys, monkeypatch)
+    code, _, err = run_cli("reconstruct", str(release), "--json", cwd=box.work)
     assert code == 1 and "--public" in err
-    code, _, err = run_cli(["reconstruct", str(release), "--public", str(outside), "--json"],
-                             box, capsys, monkeypatch)
+    code, _, err = run_cli("reconstruct", str(release), "--public", str(outside), "--json",
+                           cwd=box.work)
     assert code == 0, err
 
 
 def test_public_errors_do_not_echo_undeclared_columns(
-        box: Sandbox, capsys: pytest.CaptureFixture[str],
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        box: Sandbox, run_cli: CliRunner) -> None:
     """A public table may hold columns the release does not declare (say, names); a message
     about the table names the bad cell of a declared column, never the other cells."""
     (box.work / "public.csv").write_text(
         f"id,name\n1,{SECRET_TOKEN}\nx,{SECRET_TOKEN}\n3,{SECRET_TOKEN}\n", encoding="utf-8")
     release = box.release()
     for args in _commands(release)[1:]:
-        code, out, err = run_cli(args, box, capsys, monkeypatch)
+        code, out, err = run_cli(*args, cwd=box.work)
         assert code == 1, err
         assert "public.csv:3" in err and "'x'" in err
         assert SECRET_TOKEN not in out + err
 
 
 def test_statistics_are_tabulated_as_the_engines_read_them(
-        box: Sandbox, capsys: pytest.CaptureFixture[str],
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        box: Sandbox, run_cli: CliRunner) -> None:
     """tabulate runs the re-generated SQL: odd spelling and casing change nothing."""
     release = box.release(statistics=[
         {"id": "m", "sql": "select   max(AGE) from T where ID >= 2 -- trailing comment"},
         {"id": "n", "sql": "SELECT count(age) FROM t WHERE (id = 1 OR id = 3)"}])
-    code, _, err = run_cli(["tabulate", "--microdata", "micro.csv", "--release", str(release),
-                            "--out", "filled.yaml"], box, capsys, monkeypatch)
+    code, _, err = run_cli("tabulate", "--microdata", "micro.csv", "--release", str(release),
+                            "--out", "filled.yaml", cwd=box.work)
     assert code == 0, err
     filled = yaml.safe_load((box.work / "filled.yaml").read_text(encoding="utf-8"))
     values = {s["id"]: s["value"] for s in filled["statistics"]}
@@ -322,13 +299,11 @@ def test_statistics_are_tabulated_as_the_engines_read_them(
     "SET lock_configuration = false",
     "SELECT * FROM 'https://example.invalid/a.csv'",
 ])
-def test_hardened_connection_refuses_files_network_and_extensions(sql: str, box: Sandbox,
-                                                                  monkeypatch: pytest.MonkeyPatch
-                                                                  ) -> None:
+def test_hardened_connection_refuses_files_network_and_extensions(sql: str,
+                                                                  box: Sandbox) -> None:
     import duckdb
     import pandas as pd
 
-    monkeypatch.setenv("HOME", str(box.home))
     con = hardened({"t": pd.DataFrame({"a": [1, 2]})})
     before = box.files()
     with pytest.raises(duckdb.Error):
@@ -372,8 +347,7 @@ def _persons(box: Sandbox, name: str = "persons.csv") -> Path:
 @pytest.mark.parametrize("payload", HOSTILE_TEXT)
 @pytest.mark.parametrize("column", ["block_geoid", "sex", "age", "white"])
 def test_census_persons_values_are_data(payload: str, column: str, box: Sandbox,
-                                        capsys: pytest.CaptureFixture[str],
-                                        monkeypatch: pytest.MonkeyPatch) -> None:
+                                        run_cli: CliRunner) -> None:
     """A persons file whose cells are SQL: refused as a bad value, never run."""
     import pandas as pd
 
@@ -382,29 +356,28 @@ def test_census_persons_values_are_data(payload: str, column: str, box: Sandbox,
     frame.loc[3, column] = _fill(payload, box)
     frame.to_csv(path, index=False)
     before = box.files()
-    code, out, err = run_cli(["census", "tabulate", "--persons", str(path), "--out",
-                              "release.parquet"], box, capsys, monkeypatch)
+    code, out, err = run_cli("census", "tabulate", "--persons", str(path), "--out",
+                              "release.parquet", cwd=box.work)
     assert_refused(box, before, code, out, err)
     assert "line 5" in err
 
 
 def test_census_paths_with_sql_in_their_names_are_bound(
-        box: Sandbox, capsys: pytest.CaptureFixture[str],
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        box: Sandbox, run_cli: CliRunner) -> None:
     """File names are bound parameters: a name full of quotes and SQL is just a name."""
     name = "p'); COPY (SELECT 1) TO 'evil.csv'; --.csv"
     path = _persons(box, name)
     out_name = "r'); COPY (SELECT 1) TO 'evil2.csv'; --.parquet"
     before = box.files()
-    code, _, err = run_cli(["census", "tabulate", "--persons", str(path), "--out", out_name],
-                           box, capsys, monkeypatch)
+    code, _, err = run_cli("census", "tabulate", "--persons", str(path), "--out", out_name,
+                           cwd=box.work)
     assert code == 0, err
     recon = "c'); ATTACH 'evil.db' AS x; --.parquet"
-    code, _, err = run_cli(["census", "reconstruct", out_name, "--out", recon, "--workers", "1",
-                            "--quiet"], box, capsys, monkeypatch)
+    code, _, err = run_cli("census", "reconstruct", out_name, "--out", recon, "--workers", "1",
+                            "--quiet", cwd=box.work)
     assert code == 0, err
-    code, _, err = run_cli(["census", "compare", "--truth", str(path), "--recon", recon,
-                            "--json"], box, capsys, monkeypatch)
+    code, _, err = run_cli("census", "compare", "--truth", str(path), "--recon", recon,
+                            "--json", cwd=box.work)
     assert code == 0, err
     created = {p.name for p in box.files() - before}
     assert created == {out_name, recon}, created
@@ -413,28 +386,26 @@ def test_census_paths_with_sql_in_their_names_are_bound(
 
 @pytest.mark.parametrize("payload", HOSTILE_TEXT)
 def test_census_block_release_block_is_checked(payload: str, box: Sandbox,
-                                               capsys: pytest.CaptureFixture[str],
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+                                               run_cli: CliRunner) -> None:
     path = _persons(box)
-    code, _, err = run_cli(["census", "tabulate", "--persons", str(path), "--out", "r.parquet"],
-                           box, capsys, monkeypatch)
+    code, _, err = run_cli("census", "tabulate", "--persons", str(path), "--out", "r.parquet",
+                           cwd=box.work)
     assert code == 0, err
     before = box.files()
-    code, out, err = run_cli(["census", "block-release", "r.parquet", "--block",
-                              _fill(payload, box), "--out", "b.yaml"], box, capsys, monkeypatch)
+    code, out, err = run_cli("census", "block-release", "r.parquet", "--block",
+                              _fill(payload, box), "--out", "b.yaml", cwd=box.work)
     assert_refused(box, before, code, out, err)
 
 
 @pytest.mark.parametrize("payload", HOSTILE_TEXT)
 @pytest.mark.parametrize("column", ["block", "cell", "value"])
 def test_claims_tables_values_are_data(payload: str, column: str, box: Sandbox,
-                                       capsys: pytest.CaptureFixture[str],
-                                       monkeypatch: pytest.MonkeyPatch) -> None:
+                                       run_cli: CliRunner) -> None:
     from test_claims_cli import households
 
     units = households(box.work)
-    code, _, err = run_cli(["claims", "tabulate", "--households", str(units), "--out",
-                            "tables.csv"], box, capsys, monkeypatch)
+    code, _, err = run_cli("claims", "tabulate", "--households", str(units), "--out",
+                            "tables.csv", cwd=box.work)
     assert code == 0, err
     tables = box.work / "tables.csv"
     lines = tables.read_text(encoding="utf-8").splitlines()
@@ -444,8 +415,8 @@ def test_claims_tables_values_are_data(payload: str, column: str, box: Sandbox,
     lines[1] = ",".join(cells)
     tables.write_text("\n".join(lines) + "\n", encoding="utf-8")
     before = box.files()
-    code, out, err = run_cli(["claims", "verify", "--tables", str(tables), "--k", "5",
-                              "--json", "--quiet"], box, capsys, monkeypatch)
+    code, out, err = run_cli("claims", "verify", "--tables", str(tables), "--k", "5",
+                              "--json", "--quiet", cwd=box.work)
     assert_refused(box, before, code, out, err)
     assert "tables.csv" in err
 
@@ -453,8 +424,7 @@ def test_claims_tables_values_are_data(payload: str, column: str, box: Sandbox,
 @pytest.mark.parametrize("payload", HOSTILE_TEXT)
 @pytest.mark.parametrize("command", ["block-release", "check-households", "tabulate"])
 def test_claims_households_values_are_data(payload: str, command: str, box: Sandbox,
-                                           capsys: pytest.CaptureFixture[str],
-                                           monkeypatch: pytest.MonkeyPatch) -> None:
+                                           run_cli: CliRunner) -> None:
     import pandas as pd
     from test_claims_cli import BLOCK_A, households
 
@@ -468,6 +438,6 @@ def test_claims_households_values_are_data(payload: str, command: str, box: Sand
             "check-households": [str(units)],
             "tabulate": ["--households", str(units), "--out", "t.csv"]}[command]
     before = box.files()
-    code, out, err = run_cli(["claims", command, *args], box, capsys, monkeypatch)
+    code, out, err = run_cli("claims", command, *args, cwd=box.work)
     assert_refused(box, before, code, out, err)
     assert "blocks.csv" in err

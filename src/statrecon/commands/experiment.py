@@ -21,6 +21,7 @@ from rich.table import Table
 
 from statrecon.commands.progress import activity, step_bar
 from statrecon.errors import StatreconError
+from statrecon.outputs import check_writable_folder
 from statrecon.report import output_console
 
 experiment_app = typer.Typer(
@@ -80,15 +81,8 @@ def _methods(text: str) -> list[str]:
 
 
 def _prepare_out(out: Path | None) -> Path | None:
-    if out is None:
-        return None
-    if out.exists() and not out.is_dir():
-        raise StatreconError(f"--out {out}: exists and is not a directory")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise StatreconError(f"--out {out}: cannot create: {e.strerror}") from None
-    return out
+    """The output folder, created and checked writable before any work (or None)."""
+    return None if out is None else check_writable_folder(out, "--out")
 
 
 def _write_json(path: Path, data: Any) -> Path:
