@@ -52,8 +52,8 @@ def reconstruct(
                 raise StatreconError(f"--method {method}: {reason}")
             assert table is not None
             per_record = _bounds(bounds, table, release) if bounds else None
-            system = compile_linear(release, table, per_record)
             opts = linear or LinearOptions()
+            system = compile_linear(release, table, per_record, max_cells=opts.max_cells)
             from dataclasses import replace
 
             try:

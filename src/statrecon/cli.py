@@ -69,6 +69,9 @@ def reconstruct(
     max_model_size: Annotated[int, typer.Option(
         min=1, help="Exact engine: refuse, before building it, a model estimated over this "
                     "many terms (rows x per-row variables and literals).")] = 3_000_000,
+    max_matrix_cells: Annotated[int, typer.Option(
+        min=1, help="Linear engine: refuse a query matrix of more statistics x public rows "
+                    "than this.")] = 400_000_000,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress on stderr.")] = False,
 ) -> None:
     """Find every dataset consistent with a release; say what is certain."""
@@ -84,7 +87,8 @@ def reconstruct(
         if len(parts) != 2 or not all(p.strip() for p in parts):
             raise StatreconError(f"--bounds {bounds!r}: expected 'lower,upper'")
         pair = (parts[0], parts[1])
-    linear = LinearOptions(time_limit=time_limit if time_limit is not None else 60.0, seed=seed)
+    linear = LinearOptions(time_limit=time_limit if time_limit is not None else 60.0, seed=seed,
+                           max_cells=max_matrix_cells)
     options = ExactOptions(limit=limit, time_limit=time_limit,
                            keep_solutions=None if all_ else (1 if as_json else 10),
                            symmetry_breaking=symmetry_breaking, max_model_size=max_model_size)

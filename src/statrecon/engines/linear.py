@@ -716,6 +716,9 @@ class LinearOptions:
     # full-rank system's certificates are huge rationals that nobody could read anyway
     determine_max_rank: int = 600
     determine_max_entries: int = 5_000_000
+    # statistics x public rows of the query matrix, refused before any predicate is evaluated
+    # (None: no limit); 400 million booleans is about 0.4 GiB, and a dense float copy 3.2 GiB
+    max_cells: int | None = 400_000_000
 
 
 @dataclass(frozen=True)

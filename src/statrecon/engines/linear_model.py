@@ -135,10 +135,20 @@ def linear_reason(release: Release, public: PublicTable | None = None) -> str | 
 
 
 def compile_linear(release: Release, public: PublicTable,
-                   bounds: tuple[np.ndarray, np.ndarray] | None = None) -> LinearSystem:
-    """Evaluate every public predicate with DuckDB and build the sparse system."""
+                   bounds: tuple[np.ndarray, np.ndarray] | None = None, *,
+                   max_cells: int | None = None) -> LinearSystem:
+    """Evaluate every public predicate with DuckDB and build the sparse system.
+
+    ``max_cells`` refuses, before any predicate is evaluated, a system of more statistics x
+    public rows than that (each statistic is a boolean vector over the rows while it is built).
+    """
     secret, parsed, ignored = _parse_all(release)
     n = public.rows
+    if max_cells is not None and len(parsed) * n > max_cells:
+        raise StatreconError(
+            f"{release.source or 'release'}: {len(parsed):,} statistics x {n:,} public rows = "
+            f"{len(parsed) * n:,} matrix cells, over the limit of {max_cells:,}; raise it with "
+            "--max-matrix-cells (LinearOptions.max_cells)")
     lower = np.full(n, secret.lower, dtype=float)
     upper = np.full(n, secret.upper, dtype=float)
     if bounds is not None:
