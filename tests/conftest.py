@@ -1,17 +1,28 @@
-"""Shared fixtures.
+"""Shared fixtures and helpers.
 
 ``run_cli`` runs the real command line in-process through ``statrecon.cli.main`` (exit code,
 stdout, stderr), which is what a user gets, at a fraction of a subprocess's start-up cost; tests
 that need a real process (signals, memory) start one themselves.
+
+The inputs that the modules of issue 12 (test_injection, test_resource_limits, test_tracebacks,
+test_silent_changes, test_cli_ux) share live here too: a small release file (``write_release``),
+a census release (``census_release_file``, built once per module that uses it), claims tables
+(``claims_tables``) and an audit-stream schema (``audit_schema``) with the runner of
+``statrecon audit-stream`` (``audit_cli``).
 """
 
 from __future__ import annotations
 
+import csv
+import os
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import pandas as pd
 import pytest
+from test_cli import COMMAND, EXAMPLES, ROOT, statrecon
 
 CliResult = tuple[int, str, str]
 CliRunner = Callable[..., CliResult]
@@ -49,3 +60,112 @@ def assert_one_line_error(result: CliResult, *parts: str, code: int = 1) -> str:
     for part in parts:
         assert part in lines[0], (part, lines[0])
     return lines[0]
+
+
+# --------------------------------------------------------------------------- a small release
+
+RELEASE = """version: 1
+{extra}columns:
+  age: {{type: integer, min: 0, max: {max}}}
+statistics:
+  - {{id: q, sql: "{sql}", value: {value}{tail}}}
+"""
+
+
+def write_release(tmp_path: Path, *, extra: str = "", max: str = "10",
+                  sql: str = "SELECT COUNT(*) FROM t", value: str = "1", tail: str = "") -> Path:
+    """release.yaml with one statistic ``q`` over an integer column ``age``."""
+    path = tmp_path / "release.yaml"
+    path.write_text(RELEASE.format(extra=extra, max=max, sql=sql, value=value, tail=tail),
+                    encoding="utf-8")
+    return path
+
+
+# --------------------------------------------------------------------------- census inputs
+
+TRACT_A, TRACT_B = "99001000001", "99001000002"
+PERSON = {"sex": "female", "age": "34", "white": "Y", "black": "N", "aian": "N", "asian": "N",
+          "nhopi": "N", "sor": "N", "hispanic": "N"}
+
+
+def write_persons(path: Path, blocks: list[str], per_block: int = 2) -> Path:
+    """A persons CSV: ``per_block`` persons of different ages in each block."""
+    rows = [{"block_geoid": b, **PERSON, "age": str(20 + 7 * i),
+             "sex": ("female", "male")[i % 2]}
+            for b in blocks for i in range(per_block)]
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path
+
+
+@pytest.fixture(scope="module")
+def census_release_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A P1+P12 release of two blocks in one tract; its name needs quoting in SQL."""
+    d = tmp_path_factory.mktemp("inputs")
+    persons = write_persons(d / "p.csv", [TRACT_A + "1000", TRACT_A + "1001"])
+    out = d / "it's a release.parquet"
+    proc = statrecon("census", "tabulate", "--persons", persons, "--out", out, "--tables",
+                     "P1,P12")
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+# --------------------------------------------------------------------------- claims inputs
+
+
+@pytest.fixture(scope="module")
+def claims_tables(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The published tables of the two small test blocks (``claims tabulate``)."""
+    from test_claims_cli import households
+
+    d = tmp_path_factory.mktemp("tables")
+    out = d / "tables.csv"
+    proc = statrecon("claims", "tabulate", "--households", households(d), "--out", out)
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+def read_claims_rows(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def write_claims_rows(rows: list[dict[str, str]], path: Path) -> Path:
+    with path.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=["block", "cell", "value"])
+        w.writeheader()
+        w.writerows(rows)
+    return path
+
+
+# --------------------------------------------------------------------------- audit-stream inputs
+
+SUM_ALL = "SELECT SUM(sugar) FROM patients"
+
+
+def audit_cli(*args: str | Path, stdin: str | bytes = "") -> subprocess.CompletedProcess[str]:
+    """``statrecon audit-stream ARGS`` as a real process, ``stdin`` piped in."""
+    env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
+    data = stdin.encode() if isinstance(stdin, str) else stdin
+    proc = subprocess.run([*COMMAND, "audit-stream", *map(str, args)], cwd=ROOT, env=env,
+                          input=data, capture_output=True, timeout=120, check=False)
+    return subprocess.CompletedProcess(proc.args, proc.returncode,
+                                       proc.stdout.decode("utf-8", "replace"),
+                                       proc.stderr.decode("utf-8", "replace"))
+
+
+def write_schema(tmp_path: Path, sugar: str = "{type: real, min: 0, max: 40}") -> Path:
+    """The hospital schema (six known patients, secret sugar) with the public table beside it."""
+    (tmp_path / "hospital_public.csv").write_bytes(
+        (EXAMPLES / "hospital_public.csv").read_bytes())
+    path = tmp_path / "schema.yaml"
+    path.write_text(
+        "version: 1\ntable: patients\npublic: hospital_public.csv\ncolumns:\n"
+        "  id: {type: integer, known: true}\n  zip: {type: integer, known: true}\n"
+        "  gender: {type: categorical, values: [Male, Female], known: true}\n"
+        f"  sugar: {sugar}\nstatistics: []\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def audit_schema(tmp_path: Path) -> Path:
+    return write_schema(tmp_path)

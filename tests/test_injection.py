@@ -1,24 +1,34 @@
-"""Issue 12, part 1: release files, public tables and audit streams from strangers cannot reach
-the file system, the network or an extension through SQL.
+"""Issue 12, "SQL injection": release files, public tables, audit streams and census and claims
+inputs from strangers cannot reach the file system, the network or an extension through SQL.
 
-Every hostile input below is run through the real command line (in-process, through
-``statrecon.cli.main``, so the corpus stays fast) against ``tabulate``, ``reconstruct`` (exact
-and linear engines) and ``audit-stream``. Each must exit 1 with one line, create no file outside
-the run's own output, never read the planted secret file (its contents never appear, its access
-time does not move) and never touch DuckDB's extension folder.
+Reproductions held here: hostile table and column names, statistic SQL and constraints; hostile
+audit-stream lines; public paths outside the release folder; census persons values, file names
+and block ids; claims tables and households values; a census release whose path holds a quote
+(bound, not spliced) or whose cell definitions smuggle SQL (refused); the hardened DuckDB
+connection and the identifier checks.
+
+The corpus is run through the real command line (in-process, through ``statrecon.cli.main``, so
+it stays fast) against ``tabulate``, ``reconstruct`` (exact and linear engines), ``audit-stream``
+and the census and claims commands. Each hostile input must exit 1 with one line, create no file
+outside the run's own output, never read the planted secret file (its contents never appear, its
+access time does not move) and never touch DuckDB's extension folder.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 import yaml
 from conftest import CliRunner
+from test_cli import assert_user_error, json_of, statrecon
 
+from statrecon.census.release import METADATA_KEY
 from statrecon.db import check_identifier, hardened, quote_identifier
 from statrecon.errors import StatreconError
 
@@ -441,3 +451,25 @@ def test_claims_households_values_are_data(payload: str, command: str, box: Sand
     code, out, err = run_cli("claims", command, *args, cwd=box.work)
     assert_refused(box, before, code, out, err)
     assert "blocks.csv" in err
+
+
+# --------------------------------------------------------------------------- census release files
+
+
+def test_release_path_is_bound_not_spliced(census_release_file: Path, tmp_path: Path) -> None:
+    """A file name with a quote reads (the path is a parameter, not SQL text)."""
+    proc = statrecon("census", "reconstruct", census_release_file, "--out", tmp_path / "r.parquet",
+                     "--workers", "1", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json_of(proc)["persons"] == 4
+
+
+def test_tampered_cell_definitions_are_refused(census_release_file: Path, tmp_path: Path) -> None:
+    """Definitions come from the file's metadata: a condition smuggling SQL is refused."""
+    table = pq.read_table(census_release_file)
+    meta = json.loads(table.schema.metadata[METADATA_KEY])
+    meta["cells"][0]["sex"] = "female' OR 1=1 --"
+    bad = tmp_path / "bad.parquet"
+    pq.write_table(table.replace_schema_metadata({METADATA_KEY: json.dumps(meta)}), bad)
+    assert_user_error(statrecon("census", "reconstruct", bad, "--out", tmp_path / "r.parquet"),
+                      str(bad), "cell definitions", "sex")

@@ -1,7 +1,18 @@
-"""Bounded resources: hostile releases get a clear error or an honest answer within seconds
-and a few hundred MiB, measured on the real CLI in a process of its own.
+"""Issue 12, "resources bounded": hostile inputs get a clear error or an honest answer within
+seconds and a few hundred MiB, never a hang, a swap storm or a RecursionError.
 
-Each run goes through a small wrapper process whose only child is the CLI, so
+Reproductions held here:
+- release files: COUNT(*) = 1e30 or a billion declared records refused before the model is built
+  (--max-model-size, also in the API); a column over 0..10^9 not enumerated; --time-limit covers
+  building the model; the enumeration keeps a bounded number of rows; a YAML alias bomb refused
+  at once; SQL nested too deep or longer than the limit refused, 20,000 ORs read iteratively;
+- census: a model too big refused before it is built;
+- claims: a block too big for the engine (4,096 units) refused;
+- audit-stream: a line without an end is bounded;
+- tabulate: --decimals is bounded.
+
+The release-file reproductions A and B and the time limit are measured on the real CLI in a
+process of its own. Each run goes through a small wrapper process whose only child is the CLI, so
 ``RUSAGE_CHILDREN`` there is the CLI's own peak RSS; the wrapper also kills the CLI past a
 memory cap or a wall-clock limit, so a regression fails the test instead of swapping the machine.
 """
@@ -12,13 +23,27 @@ import json
 import os
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import (
+    SUM_ALL,
+    TRACT_A,
+    CliRunner,
+    assert_one_line_error,
+    audit_cli,
+    write_persons,
+    write_release,
+)
+from test_claims_cli import BLOCK_A, households
 from test_cli import COMMAND, EXAMPLES, ROOT, assert_user_error, json_of, statrecon
+from typer.testing import CliRunner as TyperRunner
 
+from statrecon.census.household_blocks import MAX_BLOCK_UNITS
+from statrecon.engines.census import MAX_TRACT_VARIABLES
 from statrecon.engines.exact import ExactOptions, reconstruct_exact
 from statrecon.engines.record_model import DEFAULT_MAX_MODEL_SIZE, model_size
 from statrecon.errors import StatreconError
@@ -199,3 +224,109 @@ def test_enumeration_keeps_a_bounded_number_of_rows(monkeypatch: pytest.MonkeyPa
     assert (cut.solution_count, cut.complete, cut.status) == (10, False, "multiple")
     assert cut.column_values == full.column_values and cut.certain_complete
     assert cut.certain_rows == full.certain_rows
+
+
+# --------------------------------------------------------------------------- release files: parsing
+
+
+def test_yaml_alias_bomb_is_refused_at_once(tmp_path: Path, run_cli: CliRunner) -> None:
+    """Nine levels of nine aliases: 600 bytes that expand to 387 million strings."""
+    text = 'version: 1\na: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n'
+    previous = "a"
+    for name in "bcdefghi":
+        text += f"{name}: &{name} [" + ",".join([f"*{previous}"] * 9) + "]\n"
+        previous = name
+    text += "columns: {age: {type: integer, min: 0, max: 3}}\n"
+    path = tmp_path / "bomb.yaml"
+    path.write_text(text, encoding="utf-8")
+    assert len(text) < 700
+    start = time.perf_counter()
+    assert_one_line_error(run_cli("reconstruct", path), "bomb.yaml:", "aliases")
+    assert time.perf_counter() - start < 5
+
+
+def test_deep_nesting_is_a_clear_limit(tmp_path: Path, run_cli: CliRunner) -> None:
+    sql = "SELECT COUNT(*) FROM t WHERE " + "(" * 3000 + "age = 1" + ")" * 3000
+    assert_one_line_error(run_cli("reconstruct", write_release(tmp_path, sql=sql)),
+                          "'q'", "nested 3000 deep", "limit is 100")
+
+
+def test_nesting_within_the_limit_is_read(tmp_path: Path, run_cli: CliRunner) -> None:
+    sql = "SELECT COUNT(*) FROM t WHERE " + "(" * 100 + "age = 1" + ")" * 100
+    code, _, err = run_cli("reconstruct", write_release(tmp_path, extra="records: 1\n", sql=sql),
+                           "--json")
+    assert code == 0, err
+
+
+def test_twenty_thousand_ors_take_an_iterative_path(tmp_path: Path,
+                                                    run_cli: CliRunner) -> None:
+    """A flat chain of ORs is walked without recursion: no RecursionError, a real answer."""
+    where = " OR ".join(f"age = {i % 10}" for i in range(20_000))
+    path = write_release(tmp_path, extra="records: 2\n",
+                         sql=f"SELECT COUNT(*) FROM t WHERE {where}", value="1")
+    code, out, err = run_cli("reconstruct", path, "--json")
+    assert code == 0, err
+    assert "Traceback" not in err
+    assert '"status": "multiple"' in out
+
+
+def test_sql_longer_than_the_limit(tmp_path: Path, run_cli: CliRunner) -> None:
+    where = " OR ".join(["age = 1"] * 130_000)
+    assert_one_line_error(run_cli("reconstruct", write_release(tmp_path, sql=f"SELECT COUNT(*) "
+                                                                         f"FROM t WHERE {where}")),
+                          "'q'", "longer than the limit")
+
+
+# --------------------------------------------------------------------------- census
+
+
+def test_a_model_too_big_is_refused_before_it_is_built(tmp_path: Path) -> None:
+    """P1 alone prunes nothing: 8 blocks would be 8 x 27,972 CP-SAT variables (gigabytes).
+    The estimate refuses it at once instead."""
+    persons = write_persons(tmp_path / "p.csv", [f"{TRACT_A}{1000 + i}" for i in range(8)], 1)
+    rel = tmp_path / "p1.parquet"
+    assert statrecon("census", "tabulate", "--persons", persons, "--out", rel, "--tables",
+                     "P1").returncode == 0
+    t0 = time.monotonic()
+    proc = statrecon("census", "reconstruct", rel, "--out", tmp_path / "r.parquet")
+    assert_user_error(proc, str(rel), f"tract {TRACT_A}", "223,776 variables",
+                      f"{MAX_TRACT_VARIABLES:,}")
+    assert time.monotonic() - t0 < 30
+
+
+# --------------------------------------------------------------------------- claims
+
+
+def test_a_block_too_big_for_the_engine_is_refused(tmp_path: Path) -> None:
+    """Multiplicities are packed in 12 bits: a block of 4,096 units would corrupt claims."""
+    path = households(tmp_path)
+    lines = path.read_text().splitlines()
+    unit = next(line for line in lines[1:] if line.startswith(BLOCK_A))
+    path.write_text("\n".join([*lines, *[unit] * MAX_BLOCK_UNITS]) + "\n")
+    assert_user_error(statrecon("claims", "tabulate", "--households", path, "--out",
+                                tmp_path / "t.csv"), str(path), BLOCK_A, "4,098", "4,095",
+                      f"line {MAX_BLOCK_UNITS + 4}")  # its 4,096th unit
+
+
+# --------------------------------------------------------------------------- audit-stream
+
+
+def test_cli_line_without_end_is_bounded(audit_schema: Path, tmp_path: Path) -> None:
+    path = tmp_path / "stream.txt"
+    path.write_bytes(b"q1: " + SUM_ALL.encode() + b" WHERE id IN (" + b"1," * 600_000)
+    assert_user_error(audit_cli(audit_schema, "--input", path), f"{path}:1", "longer than")
+
+
+# --------------------------------------------------------------------------- tabulate
+
+
+def test_tabulate_decimals_are_bounded(tmp_path: Path) -> None:
+    """10**decimals is computed exactly: a billion decimals would never finish."""
+    from statrecon.cli import app
+
+    result = TyperRunner().invoke(app, [
+        "tabulate", "--microdata", str(EXAMPLES / "hospital_truth.csv"), "--release",
+        str(EXAMPLES / "hospital.yaml"), "--out", str(tmp_path / "out.yaml"),
+        "--decimals", "1000000000"])
+    assert result.exit_code == 2 and "--decimals" in result.output
+    assert not (tmp_path / "out.yaml").exists()

@@ -1,32 +1,54 @@
-"""Issue 12, parts 2-4 for release files and public tables: hostile or broken numbers, names and
-shapes give one line and exit 1, never a traceback, a hang or a silent change.
+"""Issue 12, "one line, never a traceback": hostile or broken numbers, names, shapes, options
+and output paths give one line naming the file, the line or the value (exit 1), never a
+traceback, and output paths are checked before any work.
 
-(Census, claims and audit-stream inputs have their own modules: test_census_inputs,
-test_claims_inputs, test_audit_inputs.)
+Reproductions held here:
+- release files: non-finite values, errors and noise scales; bounds and record counts beyond the
+  supported range; an empty table name;
+- public tables: inf, nan and huge numbers;
+- audit-stream: absurd answers (1e999999, nan, 5,000 digits) and JSON lines, named by line;
+- census: release values beyond a block (inf, 1e30, 10**9, 12.5); an unwritable or read-only
+  --out refused before any tract is solved; outputs written atomically;
+- claims: bad counts and block ids in a tables CSV, named by line; unwritable outputs refused
+  before any work;
+- command line: experiment options that make no sense, --time-limit nan, negative seeds.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
-from conftest import CliRunner, assert_one_line_error
+import typer
+from conftest import (
+    SUM_ALL,
+    TRACT_A,
+    CliRunner,
+    assert_one_line_error,
+    audit_cli,
+    read_claims_rows,
+    write_claims_rows,
+    write_persons,
+    write_release,
+)
+from test_claims_cli import BLOCK_A, households
+from test_cli import assert_user_error, statrecon
+from typer.testing import CliRunner as TyperRunner
 
-RELEASE = """version: 1
-{extra}columns:
-  age: {{type: integer, min: 0, max: {max}}}
-statistics:
-  - {{id: q, sql: "{sql}", value: {value}{tail}}}
-"""
+from statrecon.census.household_blocks import MAX_BLOCK_UNITS
+from statrecon.census.release import MAX_VALUE
+from statrecon.commands.audit_stream import parse_line
+from statrecon.commands.claims_run import read_tables
+from statrecon.commands.experiment import experiment_app
+from statrecon.errors import StatreconError
+from statrecon.outputs import atomic_outputs, check_writable
+from statrecon.release.files import load_release
 
-
-def release(tmp_path: Path, *, extra: str = "", max: str = "10",
-            sql: str = "SELECT COUNT(*) FROM t", value: str = "1", tail: str = "") -> Path:
-    path = tmp_path / "release.yaml"
-    path.write_text(RELEASE.format(extra=extra, max=max, sql=sql, value=value, tail=tail),
-                    encoding="utf-8")
-    return path
+# --------------------------------------------------------------------------- release files
 
 
 @pytest.mark.parametrize(("fields", "parts"), [
@@ -47,57 +69,12 @@ def release(tmp_path: Path, *, extra: str = "", max: str = "10",
 ])
 def test_bad_numbers_and_names_in_a_release(fields: dict[str, str], parts: tuple[str, ...],
                                             tmp_path: Path, run_cli: CliRunner) -> None:
-    path = release(tmp_path, **fields)
+    path = write_release(tmp_path, **fields)
     for command in (("reconstruct", path), ("reconstruct", path, "--method", "ls")):
         assert_one_line_error(run_cli(*command), *parts)
 
 
-def test_yaml_alias_bomb_is_refused_at_once(tmp_path: Path, run_cli: CliRunner) -> None:
-    """Nine levels of nine aliases: 600 bytes that expand to 387 million strings."""
-    text = 'version: 1\na: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n'
-    previous = "a"
-    for name in "bcdefghi":
-        text += f"{name}: &{name} [" + ",".join([f"*{previous}"] * 9) + "]\n"
-        previous = name
-    text += "columns: {age: {type: integer, min: 0, max: 3}}\n"
-    path = tmp_path / "bomb.yaml"
-    path.write_text(text, encoding="utf-8")
-    assert len(text) < 700
-    start = time.perf_counter()
-    assert_one_line_error(run_cli("reconstruct", path), "bomb.yaml:", "aliases")
-    assert time.perf_counter() - start < 5
-
-
-def test_deep_nesting_is_a_clear_limit(tmp_path: Path, run_cli: CliRunner) -> None:
-    sql = "SELECT COUNT(*) FROM t WHERE " + "(" * 3000 + "age = 1" + ")" * 3000
-    assert_one_line_error(run_cli("reconstruct", release(tmp_path, sql=sql)),
-                          "'q'", "nested 3000 deep", "limit is 100")
-
-
-def test_nesting_within_the_limit_is_read(tmp_path: Path, run_cli: CliRunner) -> None:
-    sql = "SELECT COUNT(*) FROM t WHERE " + "(" * 100 + "age = 1" + ")" * 100
-    code, _, err = run_cli("reconstruct", release(tmp_path, extra="records: 1\n", sql=sql),
-                           "--json")
-    assert code == 0, err
-
-
-def test_twenty_thousand_ors_take_an_iterative_path(tmp_path: Path,
-                                                    run_cli: CliRunner) -> None:
-    """A flat chain of ORs is walked without recursion: no RecursionError, a real answer."""
-    where = " OR ".join(f"age = {i % 10}" for i in range(20_000))
-    path = release(tmp_path, extra="records: 2\n", sql=f"SELECT COUNT(*) FROM t WHERE {where}",
-                   value="1")
-    code, out, err = run_cli("reconstruct", path, "--json")
-    assert code == 0, err
-    assert "Traceback" not in err
-    assert '"status": "multiple"' in out
-
-
-def test_sql_longer_than_the_limit(tmp_path: Path, run_cli: CliRunner) -> None:
-    where = " OR ".join(["age = 1"] * 130_000)
-    assert_one_line_error(run_cli("reconstruct", release(tmp_path, sql=f"SELECT COUNT(*) "
-                                                                   f"FROM t WHERE {where}")),
-                          "'q'", "longer than the limit")
+# --------------------------------------------------------------------------- public tables
 
 
 @pytest.mark.parametrize(("cells", "parts"), [
@@ -122,19 +99,250 @@ statistics:
         assert_one_line_error(run_cli("reconstruct", path, "--method", method), *parts)
 
 
-def test_a_non_number_is_reported_on_its_own_line(tmp_path: Path, run_cli: CliRunner) -> None:
-    """pandas reads a column with one bad cell as text; the message must still name the bad
-    cell (line 4, 'x'), not the first cell of the column (line 2, '1')."""
-    (tmp_path / "public.csv").write_text("id\n1\n2\nx\n", encoding="utf-8")
-    path = tmp_path / "release.yaml"
-    path.write_text("""version: 1
-public: public.csv
-columns:
-  id: {type: integer, known: true}
-  age: {type: integer, min: 0, max: 10}
-statistics:
-  - {id: q, sql: "SELECT SUM(age) FROM t WHERE id = 1", value: 3}
-""", encoding="utf-8")
-    line = assert_one_line_error(run_cli("reconstruct", path), "public.csv:4", "'x'",
-                                 "not a number")
-    assert "'1'" not in line
+# --------------------------------------------------------------------------- audit-stream answers
+
+
+@pytest.mark.parametrize(("answer", "named"), [
+    ("1e999999", "out of range"),
+    ("1e-999999999", "out of range"),
+    ("0e99999999999999999999", "out of range"),
+    ("1" + "0" * 400, "out of range"),
+    ("1" * 5000, "not a number"),
+    ("nan", "not a number"),
+    ("inf", "not a number"),
+])
+def test_absurd_answers_are_one_line_errors(audit_schema: Path, answer: str, named: str) -> None:
+    rel = load_release(audit_schema)
+    start = time.perf_counter()
+    with pytest.raises(StatreconError, match=named) as err:
+        parse_line(f"q: {SUM_ALL} ; {answer}", 4, "s.txt:4", rel.schema)
+    assert time.perf_counter() - start < 0.5  # no 10**999999999 computed on the way
+    assert str(err.value).startswith("s.txt:4: ") and len(str(err.value)) < 200
+
+
+@pytest.mark.parametrize(("line", "named"), [
+    ('{"sql": "' + SUM_ALL + '", "value": 1e999}', "'value' must be a number"),
+    ('{"sql": "' + SUM_ALL + '", "value": 1' + "0" * 400 + "}", "out of range"),
+    ('{"sql": "' + SUM_ALL + '", "value": 1' + "0" * 5000 + "}", "malformed JSON"),
+    ('{"sql": ' + "[" * 100_000, "malformed JSON"),
+])
+def test_absurd_json_lines_are_one_line_errors(audit_schema: Path, line: str, named: str) -> None:
+    rel = load_release(audit_schema)
+    with pytest.raises(StatreconError, match=named) as err:
+        parse_line(line, 2, "s.txt:2", rel.schema)
+    assert str(err.value).startswith("s.txt:2: ") and len(str(err.value)) < 200
+
+
+def test_cli_huge_answer_names_the_line(audit_schema: Path, tmp_path: Path) -> None:
+    path = tmp_path / "stream.txt"
+    path.write_text(f"q1: {SUM_ALL} ; 32.1\nq2: {SUM_ALL} WHERE id = 1 ; 1e999999\n",
+                    encoding="utf-8")
+    proc = audit_cli(audit_schema, "--input", path)
+    assert_user_error(proc, f"{path}:2", "'1e999999'", "out of range")
+    assert "accepted     q1" in proc.stdout
+
+
+# --------------------------------------------------------------------------- census
+
+
+def _with_value(release: Path, out: Path, value: object, kind: pa.DataType) -> Path:
+    """The release with its first P1 value replaced (the value column cast to ``kind``)."""
+    table = pq.read_table(release)
+    values = table["value"].to_pylist()
+    first = table["cell"].to_pylist().index("P0010001")
+    values[first] = value
+    column = pa.array([v if i == first else kind.to_pandas_dtype()(v)
+                       for i, v in enumerate(values)], kind)
+    edited = table.set_column(table.schema.get_field_index("value"), "value", column)
+    pq.write_table(edited.replace_schema_metadata(table.schema.metadata), out)
+    return out
+
+
+@pytest.mark.parametrize("value, kind, shown", [
+    (float("inf"), pa.float64(), "inf"),
+    (1e30, pa.float64(), "1e+30"),
+    (10**9, pa.int64(), "1000000000"),
+    (12.5, pa.float64(), "12.5"),
+])
+def test_release_values_beyond_a_block_are_one_line(census_release_file: Path, tmp_path: Path,
+                                                    value: object, kind: pa.DataType,
+                                                    shown: str) -> None:
+    """inf and 1e30 were DuckDB cast tracebacks, 10**9 a 7 GiB MemoryError."""
+    bad = _with_value(census_release_file, tmp_path / "bad.parquet", value, kind)
+    t0 = time.monotonic()
+    proc = statrecon("census", "reconstruct", bad, "--out", tmp_path / "r.parquet",
+                     "--workers", "1")
+    line = assert_user_error(proc, str(bad), TRACT_A + "1000", "P0010001", shown)
+    assert time.monotonic() - t0 < 30
+    if value != 12.5 and value != float("inf"):
+        assert f"{MAX_VALUE['block']:,}" in line
+    assert not (tmp_path / "r.parquet").exists()
+    assert not (tmp_path / "r.parquet.parts").exists()
+
+
+def test_unwritable_out_fails_before_any_tract_is_solved(census_release_file: Path,
+                                                         tmp_path: Path) -> None:
+    """Was: the first tract solved, then a traceback when its part could not be written."""
+    blocker = tmp_path / "a file"
+    blocker.write_text("not a folder")
+    out = blocker / "r.parquet"
+    assert_user_error(statrecon("census", "reconstruct", census_release_file, "--out", out),
+                      str(out))
+    assert_user_error(statrecon("census", "tabulate", "--persons",
+                                write_persons(tmp_path / "p.csv", [TRACT_A + "1000"]),
+                                "--out", out),
+                      str(out))
+    assert_user_error(statrecon("census", "block-release", census_release_file, "--block",
+                                TRACT_A + "1000", "--out", tmp_path), str(tmp_path), "folder")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
+def test_read_only_folder_is_refused_before_work(tmp_path: Path) -> None:
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    folder.chmod(0o500)
+    try:
+        with pytest.raises(StatreconError, match="cannot write there"):
+            check_writable(folder / "r.parquet", "--out")
+    finally:
+        folder.chmod(0o700)
+
+
+def test_check_writable_and_atomic_outputs_leave_nothing_behind(tmp_path: Path) -> None:
+    check_writable(tmp_path / "out.csv", "--out")
+    assert list(tmp_path.iterdir()) == []
+    first, second = tmp_path / "a.csv", tmp_path / "b.csv"
+    with pytest.raises(StatreconError, match=r"b\.csv: disk full"), \
+            atomic_outputs(first, second) as (tmp_a, tmp_b):
+        tmp_a.write_text("written")
+        raise StatreconError(f"{tmp_b}: disk full")  # the message names the final file
+    assert list(tmp_path.iterdir()) == []  # neither output, no temporaries
+    with atomic_outputs(first, second) as (tmp_a, tmp_b):
+        tmp_a.write_text("a")
+        tmp_b.write_text("b")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.csv", "b.csv"]
+
+
+# --------------------------------------------------------------------------- claims
+
+
+@pytest.mark.parametrize("value, shown", [
+    (str(10**30), "1000000000000000000000000000000"), ("1e30", "1e30"), ("-1", "-1"),
+    ("12.5", "12.5"), ("", "''"), ("٣", "٣"), (str(MAX_BLOCK_UNITS + 1), "4,096"),
+])
+def test_bad_counts_are_named(claims_tables: Path, tmp_path: Path, value: str, shown: str) -> None:
+    """10**30 was an OverflowError traceback; '٣' (an Arabic-Indic 3) passed as 3."""
+    rows = read_claims_rows(claims_tables)
+    rows[3]["value"] = value
+    bad = write_claims_rows(rows, tmp_path / "bad.csv")
+    with pytest.raises(StatreconError) as e:
+        read_tables(bad)
+    message = str(e.value)
+    for part in (str(bad), "line 5", rows[3]["cell"], shown):
+        assert part in message, message
+
+
+def test_huge_count_from_the_command_line(claims_tables: Path, tmp_path: Path) -> None:
+    rows = read_claims_rows(claims_tables)
+    rows[0]["value"] = str(10**30)
+    bad = write_claims_rows(rows, tmp_path / "bad.csv")
+    assert_user_error(statrecon("claims", "verify", "--tables", bad), str(bad), "line 2",
+                      "at most 4,095")
+
+
+def test_bad_block_ids_are_named(claims_tables: Path, tmp_path: Path) -> None:
+    rows = read_claims_rows(claims_tables)
+    rows[0]["block"] = "01003010100100١"
+    bad = write_claims_rows(rows, tmp_path / "bad.csv")
+    with pytest.raises(StatreconError, match="line 2: block id"):
+        read_tables(bad)
+
+
+def test_unwritable_outputs_fail_before_any_work(tmp_path: Path) -> None:
+    """tabulate, block-release and experiment were tracebacks after the work was done."""
+    path = households(tmp_path)
+    blocker = tmp_path / "a file"
+    blocker.write_text("not a folder")
+    out = blocker / "out.csv"
+    assert_user_error(statrecon("claims", "tabulate", "--households", path, "--out", out),
+                      str(out))
+    assert_user_error(statrecon("claims", "block-release", "--households", path, "--block",
+                                BLOCK_A, "--out", out), str(out))
+    t0 = time.monotonic()
+    assert_user_error(statrecon("claims", "experiment", "--out", blocker, "--blocks", "1"),
+                      str(blocker), "not a folder")
+    assert time.monotonic() - t0 < 30
+    assert blocker.read_text() == "not a folder"
+
+
+# --------------------------------------------------------------------------- command-line options
+
+
+def experiment_cli() -> typer.Typer:
+    app = typer.Typer()
+    app.add_typer(experiment_app, name="experiment")
+    return app
+
+
+@pytest.mark.parametrize(("args", "part"), [
+    (["diffix", "--primes", "4"], "got 4"),
+    (["diffix", "--primes", "2,3,1"], "got 1"),
+    (["diffix", "--primes", "-3"], "got -3"),
+    (["diffix", "--primes", "3,3"], "named twice"),
+    (["diffix", "--primes", "1" + "0" * 30], "prime numbers"),
+    (["diffix", "--offsets", "nan"], "--offsets"),
+    (["diffix", "--offsets", "-1"], "--offsets"),
+    (["diffix", "--exponents", "inf"], "--exponents"),
+    (["diffix", "--exponents", "0"], "--exponents"),
+    (["diffix", "--base-sigma", "nan"], "base_sigma"),
+    (["diffix", "--time-limit", "nan"], "--time-limit"),
+    (["diffix", "--ids", "100000000"], "--ids 100000000"),
+    (["dinur-nissim", "--sigmas", "nan"], "sigmas"),
+    (["dinur-nissim", "--c", "nan"], "c must be"),
+    (["dinur-nissim", "--c", "-2"], "c must be"),
+    (["dinur-nissim", "--n", "-5"], "n must be"),
+    (["dinur-nissim", "--n", "1000000"], "matrix entries"),
+    (["dinur-nissim", "--n", "30", "--c", "1e9"], "matrix entries"),
+    (["dinur-nissim", "--runtime", "--runtime-ns", "100,100000"], "matrix entries"),
+    (["dinur-nissim", "--exhaustive-alpha", "nan"], "--exhaustive-alpha"),
+    (["dinur-nissim", "--time-limit", "-1"], "--time-limit"),
+])
+def test_experiment_options_that_make_no_sense(args: list[str], part: str) -> None:
+    result = TyperRunner().invoke(experiment_cli(), ["experiment", *args])
+    assert isinstance(result.exception, StatreconError), result.output
+    message = str(result.exception)
+    assert part in message and "\n" not in message
+
+
+@pytest.mark.parametrize("args", [
+    ["claims", "experiment", "--out", "never", "--time-limit", "nan"],
+    ["claims", "verify", "--tables", "never.csv", "--time-limit", "nan"],
+])
+def test_claims_time_limit_nan_is_refused(tmp_path: Path, args: list[str]) -> None:
+    from statrecon.cli import app
+
+    args = [str(tmp_path / a) if a.startswith("never") else a for a in args]
+    result = TyperRunner().invoke(app, args)
+    assert isinstance(result.exception, StatreconError), result.output
+    assert "--time-limit nan" in str(result.exception)
+    assert list(tmp_path.iterdir()) == []  # refused before anything is written
+
+
+@pytest.mark.parametrize("command", ["diffix", "dinur-nissim"])
+def test_negative_seed_is_refused_by_the_option(command: str) -> None:
+    result = TyperRunner().invoke(experiment_cli(), ["experiment", command, "--seed", "-1"])
+    assert result.exit_code == 2 and "--seed" in result.output  # typer's usage error
+
+
+@pytest.mark.parametrize("args", [
+    ["reconstruct", "examples/hospital.yaml", "--method", "sgd"],
+    ["census", "compare", "--truth", "t.csv", "--recon", "r.parquet"],
+    ["claims", "experiment", "--out", "never-written"],
+])
+def test_negative_seeds_are_refused(args: list[str]) -> None:
+    """numpy refuses negative seeds with a message naming another option, or a traceback."""
+    from statrecon.cli import app
+
+    result = TyperRunner().invoke(app, [*args, "--seed", "-1"])
+    assert result.exit_code == 2 and "--seed" in result.output, result.output
+    assert not Path("never-written").exists()  # refused before the run folder is made
