@@ -162,6 +162,31 @@ def test_model_size_limit_is_an_option(tmp_path: Path) -> None:
                       "--max-model-size")
 
 
+def test_linear_matrix_is_sized_before_it_is_built(tmp_path: Path, run_cli: CliRunner) -> None:
+    """The linear engine's query matrix (statistics x public rows) is checked against
+    --max-matrix-cells before DuckDB evaluates a single predicate."""
+    (tmp_path / "public.csv").write_text("id\n" + "".join(f"{i}\n" for i in range(1, 6)),
+                                         encoding="utf-8")
+    release = tmp_path / "release.yaml"
+    release.write_text("""version: 1
+public: public.csv
+columns:
+  id: {type: integer, known: true}
+  x: {type: integer, min: 0, max: 10}
+statistics:
+  - {id: a, sql: "SELECT SUM(x) FROM t WHERE id < 3", value: 5}
+  - {id: b, sql: "SELECT SUM(x) FROM t WHERE id > 3", value: 5}
+""", encoding="utf-8")
+    assert_one_line_error(run_cli("reconstruct", release, "--method", "ls",
+                                  "--max-matrix-cells", "9"),
+                          "2 statistics x 5 public rows = 10 matrix cells", "limit of 9",
+                          "--max-matrix-cells")
+    code, out, err = run_cli("reconstruct", release, "--method", "ls", "--max-matrix-cells",
+                             "10", "--json")
+    assert code == 0, err
+    assert json.loads(out)["status"] == "estimated"
+
+
 def test_model_size_limit_in_the_api() -> None:
     release = load_release(EXAMPLES / "block_2b.yaml")
     known = compile_known(release, None)
