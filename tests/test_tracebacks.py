@@ -36,7 +36,7 @@ from conftest import (
     write_release,
 )
 from test_claims_cli import BLOCK_A, households
-from test_cli import assert_user_error, statrecon
+from test_cli import EXAMPLES, assert_user_error, statrecon
 from typer.testing import CliRunner as TyperRunner
 
 from statrecon.census.household_blocks import MAX_BLOCK_UNITS
@@ -272,6 +272,17 @@ def test_unwritable_outputs_fail_before_any_work(tmp_path: Path) -> None:
     assert_user_error(statrecon("claims", "experiment", "--out", blocker, "--blocks", "1"),
                       str(blocker), "not a folder")
     assert time.monotonic() - t0 < 30
+    assert blocker.read_text() == "not a folder"
+
+
+def test_tabulate_checks_its_output_before_reading_anything(tmp_path: Path,
+                                                            run_cli: CliRunner) -> None:
+    """The output is checked first: a bad --out is named even when the inputs are missing."""
+    blocker = tmp_path / "a file"
+    blocker.write_text("not a folder")
+    assert_one_line_error(run_cli("tabulate", "--microdata", tmp_path / "missing.csv",
+                                  "--release", EXAMPLES / "block.yaml", "--out",
+                                  blocker / "out.yaml"), str(blocker / "out.yaml"))
     assert blocker.read_text() == "not a folder"
 
 

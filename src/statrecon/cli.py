@@ -145,6 +145,9 @@ def tabulate(
         if _same_file(out, given):  # the input would be gone before it is read in full
             raise StatreconError(f"--out {out}: is the {name} file itself; write the filled "
                                  "release elsewhere")
+    from statrecon.outputs import check_writable
+
+    check_writable(out, "--out")
     rel = load_release(release)
     frame = load_microdata(microdata, rel)
     answers = run(rel, frame, decimals=decimals, suppress_below=suppress_below)
