@@ -81,6 +81,27 @@ def test_reconstruct_json_says_it_is_running() -> None:
     assert quiet.returncode == 0 and quiet.stderr == ""
 
 
+@pytest.mark.parametrize("command", ["tabulate", "compare", "report"])
+def test_census_steps_say_they_are_running(command: str, tmp_path: Path) -> None:
+    """Census tabulate, compare and report take seconds on a real file: they report progress
+    on stderr too (plain lines off a terminal), and --quiet silences them."""
+    persons = EXAMPLES / "census" / "persons_3tracts.csv"
+    env = {"STATRECON_PROGRESS_INTERVAL": "0.01"}
+    release, recon = tmp_path / "r.parquet", tmp_path / "c.parquet"
+    assert run_cli("census", "tabulate", "--persons", persons, "--out", release, "--quiet"
+                   ).returncode == 0
+    assert run_cli("census", "reconstruct", release, "--out", recon, "--workers", "1",
+                   "--no-certify", "--quiet").returncode == 0
+    args = {"tabulate": ["--persons", persons, "--out", tmp_path / "r2.parquet", "--json"],
+            "compare": ["--truth", persons, "--recon", recon, "--json"],
+            "report": [recon, "--out", tmp_path / "report.html"]}[command]
+    proc = run_cli("census", command, *args, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert re.search(r"^\w[\w ]*: \d\d:\d\d elapsed$", proc.stderr, re.MULTILINE), proc.stderr
+    quiet = run_cli("census", command, *args, "--quiet", env=env)
+    assert quiet.returncode == 0 and "elapsed" not in quiet.stderr
+
+
 # --------------------------------------------------------------------------- options
 
 

@@ -134,6 +134,7 @@ def tabulate(
         min=1, help="Suppress statistics over fewer than K rows.")] = None,
     decimals: Annotated[int, typer.Option(
         min=0, max=100, help="Publish means/medians rounded to this many decimals.")] = 1,
+    quiet: Annotated[bool, typer.Option("--quiet", help="No progress on stderr.")] = False,
 ) -> None:
     """Compute a release's true answers from microdata (what a publisher would print)."""
     from statrecon.release.files import load_release, write_filled_release
@@ -148,9 +149,12 @@ def tabulate(
     from statrecon.outputs import check_writable
 
     check_writable(out, "--out")
+    from statrecon.commands.progress import activity
+
     rel = load_release(release)
-    frame = load_microdata(microdata, rel)
-    answers = run(rel, frame, decimals=decimals, suppress_below=suppress_below)
+    with activity("Tabulating…", quiet=quiet):
+        frame = load_microdata(microdata, rel)
+        answers = run(rel, frame, decimals=decimals, suppress_below=suppress_below)
     rule = SuppressionRule(suppress_below - 1) if suppress_below is not None else None
     try:
         write_filled_release(release, out, answers, rule)

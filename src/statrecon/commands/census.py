@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from statrecon.commands.progress import work_bar
+from statrecon.commands.progress import activity, work_bar
 from statrecon.errors import InconsistentReleaseError, StatreconError
 from statrecon.outputs import atomic_outputs, check_writable, dump_yaml
 from statrecon.report import output_console
@@ -36,6 +36,7 @@ def tabulate(
     with_p13: Annotated[bool, typer.Option("--with-p13", help="Also publish P13, median age "
                                            "by sex per block (a non-linear statistic).")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable summary.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", help="No progress on stderr.")] = False,
 ) -> None:
     """Compute every SF1 person-table cell for every block and tract (DuckDB, one query)."""
     from statrecon.census.persons import load_persons
@@ -48,11 +49,12 @@ def tabulate(
     check_writable(out, "--out")
     t0 = time.perf_counter()
     con = open_connection()
-    n = load_persons(persons, con)  # locks con once the file is in
-    table = tabulate_cells(con, cells)
-    write_release(table, cells, tables, out)
-    geos = {lv: len(set(con.execute(f"SELECT DISTINCT {lv} FROM persons").fetchall()))
-            for lv in ("block", "tract")}
+    with activity("Tabulating…", quiet=quiet):
+        n = load_persons(persons, con)  # locks con once the file is in
+        table = tabulate_cells(con, cells)
+        write_release(table, cells, tables, out)
+        geos = {lv: len(set(con.execute(f"SELECT DISTINCT {lv} FROM persons").fetchall()))
+                for lv in ("block", "tract")}
     summary = {"persons": n, "blocks": geos["block"], "tracts": geos["tract"],
                "cells": len(cells), "rows": table.num_rows,
                "elapsed_s": round(time.perf_counter() - t0, 3), "out": str(out)}
@@ -173,6 +175,7 @@ def compare(
                                          "the reconstruction lacks (default: compare the "
                                          "common tracts and count the rest).")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", help="No progress on stderr.")] = False,
 ) -> None:
     """Match rates as the Bureau reports them, with a random-assignment baseline.
 
@@ -181,7 +184,8 @@ def compare(
     """
     from statrecon.census.compare import compare as run
 
-    result = run(truth, recon, seed=seed, strict=strict)
+    with activity("Comparing…", quiet=quiet):
+        result = run(truth, recon, seed=seed, strict=strict)
     if as_json:
         sys.stdout.write(json.dumps(result) + "\n")
         return
@@ -207,10 +211,12 @@ def report(
     out: Annotated[Path, typer.Option(help="HTML file to write.")],
     truth: Annotated[Path | None, typer.Option(help="True persons file, for match-rate "
                                                "plots.")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", help="No progress on stderr.")] = False,
 ) -> None:
     """An HTML report with plots a data steward can read."""
     from statrecon.census.report import write_report
 
     check_writable(out, "--out")
-    write_report(recon, out, truth=truth)
+    with activity("Writing the report…", quiet=quiet):
+        write_report(recon, out, truth=truth)
     Console(stderr=True).print(f"wrote {out}")
