@@ -169,3 +169,19 @@ def write_schema(tmp_path: Path, sugar: str = "{type: real, min: 0, max: 40}") -
 @pytest.fixture
 def audit_schema(tmp_path: Path) -> Path:
     return write_schema(tmp_path)
+
+
+def write_public_release(folder: Path, public_csv: str, id_type: str = "integer") -> Path:
+    """A one-statistic release over ``public.csv`` (written from ``public_csv``) whose known
+    column ``id`` has type ``id_type``: for tests of what a public table may hold."""
+    (folder / "public.csv").write_text(public_csv, encoding="utf-8")
+    path = folder / "release.yaml"
+    path.write_text(f"""version: 1
+public: public.csv
+columns:
+  id: {{type: {id_type}, known: true}}
+  age: {{type: integer, min: 0, max: 10}}
+statistics:
+  - {{id: q, sql: "SELECT SUM(age) FROM t WHERE id = 1", value: 3}}
+""", encoding="utf-8")
+    return path

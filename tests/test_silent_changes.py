@@ -40,6 +40,7 @@ from conftest import (
     read_claims_rows,
     write_claims_rows,
     write_persons,
+    write_public_release,
     write_schema,
 )
 from test_claims_cli import BLOCK_A, households
@@ -66,16 +67,7 @@ def json_lines(proc: subprocess.CompletedProcess[str]) -> list[dict[str, Any]]:
 def test_a_non_number_is_reported_on_its_own_line(tmp_path: Path, run_cli: CliRunner) -> None:
     """pandas reads a column with one bad cell as text; the message must still name the bad
     cell (line 4, 'x'), not the first cell of the column (line 2, '1')."""
-    (tmp_path / "public.csv").write_text("id\n1\n2\nx\n", encoding="utf-8")
-    path = tmp_path / "release.yaml"
-    path.write_text("""version: 1
-public: public.csv
-columns:
-  id: {type: integer, known: true}
-  age: {type: integer, min: 0, max: 10}
-statistics:
-  - {id: q, sql: "SELECT SUM(age) FROM t WHERE id = 1", value: 3}
-""", encoding="utf-8")
+    path = write_public_release(tmp_path, "id\n1\n2\nx\n")
     line = assert_one_line_error(run_cli("reconstruct", path), "public.csv:4", "'x'",
                                  "not a number")
     assert "'1'" not in line

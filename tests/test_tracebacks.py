@@ -33,6 +33,7 @@ from conftest import (
     read_claims_rows,
     write_claims_rows,
     write_persons,
+    write_public_release,
     write_release,
 )
 from test_claims_cli import BLOCK_A, households
@@ -85,16 +86,7 @@ def test_bad_numbers_and_names_in_a_release(fields: dict[str, str], parts: tuple
 ])
 def test_bad_numbers_in_a_public_table(cells: str, parts: tuple[str, ...], tmp_path: Path,
                                        run_cli: CliRunner) -> None:
-    (tmp_path / "public.csv").write_text("id\n" + cells, encoding="utf-8")
-    path = tmp_path / "release.yaml"
-    path.write_text("""version: 1
-public: public.csv
-columns:
-  id: {type: real, known: true}
-  age: {type: integer, min: 0, max: 10}
-statistics:
-  - {id: q, sql: "SELECT SUM(age) FROM t WHERE id = 1", value: 3}
-""", encoding="utf-8")
+    path = write_public_release(tmp_path, "id\n" + cells, id_type="real")
     for method in ("exact", "ls"):
         assert_one_line_error(run_cli("reconstruct", path, "--method", method), *parts)
 
