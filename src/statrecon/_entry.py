@@ -11,7 +11,7 @@ from __future__ import annotations
 import signal
 import sys
 
-EXIT_INTERRUPTED = 130
+from statrecon.exitcodes import EXIT_INTERRUPTED
 
 
 def main() -> None:

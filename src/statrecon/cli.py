@@ -16,6 +16,13 @@ from rich.markup import escape
 from typer.exceptions import Abort, Exit, TyperException
 
 from statrecon.errors import InconsistentReleaseError, StatreconError
+from statrecon.exitcodes import (
+    EXIT_INFEASIBLE,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_UNKNOWN,
+    EXIT_USER,
+)
 
 
 def _plain_flags() -> None:
@@ -40,8 +47,6 @@ app = typer.Typer(
     no_args_is_help=True,
     help="What do these published statistics reveal about individuals?",
 )
-EXIT_OK, EXIT_USER, EXIT_INFEASIBLE, EXIT_UNKNOWN = 0, 1, 2, 3
-EXIT_INTERRUPTED = 130  # Ctrl-C or SIGTERM; finished units of a run are kept
 
 
 @app.command()

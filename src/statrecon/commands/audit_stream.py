@@ -32,6 +32,7 @@ from rich.markup import escape
 
 from statrecon.engines.audit import ENGINES, AuditStep, Disclosure, Domain, StreamAuditor
 from statrecon.errors import StatreconError
+from statrecon.exitcodes import EXIT_INFEASIBLE
 from statrecon.release.known import PublicTable
 from statrecon.release.model import Release
 from statrecon.release.predicate import And, Compare, InSet, Not, Or, Predicate
@@ -48,7 +49,6 @@ from statrecon.release.statistic import (
 )
 from statrecon.report import output_console, safe_text
 
-EXIT_INCONSISTENT = 2
 _BATCH = 64  # statistics compiled per DuckDB run (a connection costs ~30 ms; huge IN lists
 # cost memory in proportion)
 _ID = re.compile(r"\s*([A-Za-z_][\w.\-]*)\s*:\s*(?=select\b)", re.IGNORECASE)
@@ -672,4 +672,4 @@ def audit_stream(
         run(entries, error)
     report.summary(auditor, time.perf_counter() - start)
     if report.counts["inconsistent"]:
-        raise typer.Exit(EXIT_INCONSISTENT)
+        raise typer.Exit(EXIT_INFEASIBLE)

@@ -15,6 +15,7 @@ from rich.table import Table
 
 from statrecon.commands.progress import activity, work_bar
 from statrecon.errors import InconsistentReleaseError, StatreconError
+from statrecon.exitcodes import EXIT_UNKNOWN
 from statrecon.outputs import atomic_outputs, check_writable, dump_yaml
 from statrecon.report import output_console
 
@@ -23,7 +24,6 @@ census_app = typer.Typer(
     no_args_is_help=True,
     help="The 2010 SF1 person tables: tabulate, reconstruct every block, compare, report.",
 )
-EXIT_UNKNOWN = 3
 
 
 @census_app.command()

@@ -25,10 +25,10 @@ from rich.table import Table
 
 from statrecon.commands.progress import work_bar
 from statrecon.errors import StatreconError
+from statrecon.exitcodes import EXIT_UNKNOWN
 from statrecon.outputs import atomic_outputs, check_writable, check_writable_folder, dump_yaml
 from statrecon.report import output_console, safe_text
 
-EXIT_UNKNOWN = 3
 FORMULATIONS = ("fast", "paper")
 
 
