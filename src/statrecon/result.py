@@ -9,6 +9,17 @@ Status = Literal["unique", "multiple", "infeasible", "unknown"]
 Row = dict[str, Any]
 
 
+def plain(value: Any) -> Any:
+    """A value fit for JSON and Python callers: numpy scalars become Python ones, NaN None."""
+    if value is None:
+        return None
+    if hasattr(value, "item"):
+        value = value.item()
+    if isinstance(value, float) and value != value:
+        return None
+    return value
+
+
 @dataclass(frozen=True)
 class CertainRow:
     """A row present in every consistent dataset, at least ``multiplicity`` times (proven)."""

@@ -48,6 +48,7 @@ from statrecon.release.statistic import (
     number_out,
 )
 from statrecon.report import output_console, safe_text
+from statrecon.result import plain
 
 _BATCH = 64  # statistics compiled per DuckDB run (a connection costs ~30 ms; huge IN lists
 # cost memory in proportion)
@@ -391,7 +392,7 @@ class _Report:
         self.rank_now = 0  # rank shown for statistics that are not audited
 
     def record_public(self, index: int) -> dict[str, Any]:
-        return {name: _plain(col[index]) for name, col in self.public.columns.items()}
+        return {name: plain(col[index]) for name, col in self.public.columns.items()}
 
     def label(self, value: Fraction | None) -> Any:
         secret = self.compiler.secret
@@ -574,10 +575,6 @@ def _is_terminal(stream: Any) -> bool:
 def _markup(text: object) -> str:
     """User text (ids, SQL, public values) in Rich markup: literal, and no terminal escapes."""
     return escape(safe_text(text))
-
-
-def _plain(v: Any) -> Any:
-    return v.item() if hasattr(v, "item") else v
 
 
 # --------------------------------------------------------------------------- the command

@@ -18,6 +18,7 @@ from statrecon.release.model import Release
 from statrecon.release.predicate import known_sql
 from statrecon.release.schema import Schema
 from statrecon.release.statistic import fraction_of
+from statrecon.result import plain
 
 MAX_VALUE = 10**15  # as for column bounds in release files: the solvers' 64-bit range
 
@@ -76,7 +77,7 @@ def check_table(frame: Any, schema: Schema, path: Path, names: tuple[str, ...]) 
         line_offset = 2 if csv else 1
         where = "" if csv else "row "
         for i, value in enumerate(series.tolist()):
-            decoded = _plain(value)
+            decoded = plain(value)
             if decoded is None:
                 raise StatreconError(f"{path}:{where}{i + line_offset}: column '{name}' is empty")
             if col.is_categorical:
@@ -117,7 +118,7 @@ def _number_text(text: str) -> Any:
 
 def _shown(value: Any) -> str:
     """A cell value for a message: quoted, cut short, control characters escaped."""
-    text = repr(_plain(value))
+    text = repr(plain(value))
     return text if len(text) <= 40 else text[:40] + "..."
 
 
@@ -125,17 +126,6 @@ def _is_number(value: Any, integer: bool) -> bool:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return False
     return not integer or float(value).is_integer()
-
-
-def _plain(value: Any) -> Any:
-    """numpy scalars -> Python; NaN -> None; whole floats in integer columns stay numbers."""
-    if value is None:
-        return None
-    if hasattr(value, "item"):
-        value = value.item()
-    if isinstance(value, float) and value != value:
-        return None
-    return value
 
 
 def load_public(path: Path, schema: Schema) -> PublicTable:
@@ -151,7 +141,7 @@ def load_public(path: Path, schema: Schema) -> PublicTable:
     columns: dict[str, tuple[Any, ...]] = {}
     for name in names:
         col = schema.column(name)
-        values = [_plain(v) for v in frame[name].tolist()]
+        values = [plain(v) for v in frame[name].tolist()]
         if col.is_categorical:
             values = [str(v) for v in values]
         elif col.is_integer:
@@ -210,7 +200,7 @@ def compile_known(release: Release, public: PublicTable | None) -> KnownData:
             for (v,) in raw:
                 if v is None:
                     raise ReleaseError(f"{owner}: {sql!r} evaluates to NULL on a public row")
-                values.append(v if isinstance(v, bool) else fraction_of(_plain(v)))
+                values.append(v if isinstance(v, bool) else fraction_of(plain(v)))
             snippets[sql] = tuple(values) if values else (False,)
         return KnownData(public=public, snippets=snippets)
     finally:

@@ -18,14 +18,11 @@ from statrecon.engines.linear import LinearResult
 from statrecon.errors import StatreconError
 from statrecon.release.known import read_table
 from statrecon.report import safe_text
+from statrecon.result import plain
 
 
 def _number(v: Fraction) -> int | float:
     return int(v) if v.denominator == 1 else float(v)
-
-
-def _plain(v: Any) -> Any:
-    return v.item() if hasattr(v, "item") else v
 
 
 def to_json(result: LinearResult) -> dict[str, Any]:
@@ -35,7 +32,7 @@ def to_json(result: LinearResult) -> dict[str, Any]:
     names = list(public.columns) if public is not None else []
     estimate = []
     for i, label in enumerate(result.labels):
-        row = {name: _plain(public.columns[name][i]) for name in names} if public else {}
+        row = {name: plain(public.columns[name][i]) for name in names} if public else {}
         row[system.secret.name] = label
         estimate.append(row)
     det = result.determination
