@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import scipy.sparse as sp
 
-from statrecon.census.persons import TRACT_LENGTH
+from statrecon.census.geography import tract_of
 from statrecon.census.sf1 import mask_matrix
 from statrecon.errors import InconsistentReleaseError
 
@@ -119,10 +119,10 @@ def group_sizes(cells: tuple[Sf1Cell, ...]) -> dict[int, tuple[int, ...]]:
 
 def _per_tract(release: CensusRelease, block_matrix: np.ndarray) -> np.ndarray:
     """Sum block rows into their tracts (tract order of the release)."""
-    tract_of = np.searchsorted(np.array(release.tracts),
-                               np.array([b[:TRACT_LENGTH] for b in release.blocks]))
+    tract_index = np.searchsorted(np.array(release.tracts),
+                                  np.array([tract_of(b) for b in release.blocks]))
     out = np.zeros((len(release.tracts), block_matrix.shape[1]), dtype=np.int64)
-    np.add.at(out, tract_of, block_matrix)
+    np.add.at(out, tract_index, block_matrix)
     return out
 
 

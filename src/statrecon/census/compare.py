@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from statrecon.census.persons import TRACT_LENGTH, load_persons
+from statrecon.census.geography import TRACT_LENGTH
+from statrecon.census.persons import load_persons
 from statrecon.census.sf1 import RACES
 from statrecon.census.store import read_recon
 from statrecon.db import open_connection

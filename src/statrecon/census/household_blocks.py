@@ -70,13 +70,19 @@ import numpy as np
 import pandas as pd
 
 from statrecon.census import households as hh
+from statrecon.census.geography import (
+    BLOCK_GEOID,
+    GEOID_LENGTH,
+    STATE_LENGTH,
+    TRACT_LENGTH,
+    state_of,
+    tract_of,
+)
 from statrecon.errors import StatreconError
 
 GEO_COLUMNS = ("block", "tract", "state")
 OUTPUT_COLUMNS = (*GEO_COLUMNS, *hh.COLUMN_NAMES)
 REQUIRED_COLUMNS = ("block", *hh.COLUMN_NAMES)  # tract and state follow from the block id
-GEOID_LENGTH, TRACT_LENGTH, STATE_LENGTH = 15, 11, 2
-_GEOID = re.compile(r"[0-9]{15}")  # ASCII digits only (\d also matches other scripts)
 
 MIN_TARGET_UNITS = 2
 MAX_TARGET_UNITS = 60
@@ -507,8 +513,8 @@ def _check_coherent(codes: np.ndarray) -> None:
 def _frame(codes: np.ndarray, unit_block: np.ndarray, block_ids: np.ndarray) -> pd.DataFrame:
     """Units as strings: block, tract, state and the ten columns (vacant units: NA)."""
     ids = block_ids.astype(object)
-    tracts = np.array([b[:TRACT_LENGTH] for b in ids], dtype=object)
-    states = np.array([b[:STATE_LENGTH] for b in ids], dtype=object)
+    tracts = np.array([tract_of(b) for b in ids], dtype=object)
+    states = np.array([state_of(b) for b in ids], dtype=object)
     data: dict[str, np.ndarray] = {"block": ids[unit_block], "tract": tracts[unit_block],
                                    "state": states[unit_block]}
     for j, column in enumerate(hh.COLUMNS):
@@ -647,7 +653,7 @@ def read_households(path: Path | str) -> pd.DataFrame:
 
     block = cols["block"]
     uniq, inverse = _factorize(block)
-    bad = np.array([_GEOID.fullmatch(b) is None for b in uniq], dtype=bool)[inverse]
+    bad = np.array([BLOCK_GEOID.fullmatch(b) is None for b in uniq], dtype=bool)[inverse]
     if bad.any():
         i, at, more = where(bad)
         raise StatreconError(f"{at}: block id {block[i]!r} is not {GEOID_LENGTH} digits "

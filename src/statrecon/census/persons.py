@@ -12,6 +12,7 @@ from pathlib import Path
 
 import duckdb
 
+from statrecon.census.geography import GEOID_LENGTH, TRACT_LENGTH
 from statrecon.census.sf1 import MAX_AGE, RACES
 from statrecon.db import lock
 from statrecon.errors import StatreconError
@@ -20,8 +21,6 @@ BLOCK_COLUMN = "block_geoid"
 REQUIRED = (BLOCK_COLUMN, "sex", "age", *RACES, "hispanic")
 FLAG_TRUE = ("Y", "y", "1", "true", "True", "TRUE")
 FLAG_FALSE = ("N", "n", "0", "false", "False", "FALSE")
-GEOID_LENGTH = 15
-TRACT_LENGTH = 11
 
 
 def _read(path: Path, con: duckdb.DuckDBPyConnection) -> None:

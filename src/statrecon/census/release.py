@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from statrecon.census.persons import GEOID_LENGTH, TRACT_LENGTH
+from statrecon.census.geography import GEOID_LENGTH, TRACT_LENGTH, tract_of
 from statrecon.census.sf1 import LEVELS, MAX_AGE, RACES, SEXES, Sf1Cell, definitions_digest
 from statrecon.db import hardened
 from statrecon.engines.census import TractTables
@@ -124,7 +124,7 @@ class CensusRelease:
 
     def tract_tables(self) -> Iterator[TractTables]:
         """One TractTables per tract, in tract order."""
-        block_tract = np.array([b[:TRACT_LENGTH] for b in self.blocks])
+        block_tract = np.array([tract_of(b) for b in self.blocks])
         starts = np.searchsorted(block_tract, np.array(self.tracts))
         ends = np.searchsorted(block_tract, np.array(self.tracts), side="right")
         for t, tract in enumerate(self.tracts):
@@ -283,10 +283,10 @@ def _values(path: Path, cells: tuple[Sf1Cell, ...]
     if not blocks:
         raise StatreconError(f"{path}: no block-level cells; reconstruction needs the block "
                              f"tables (at least P1)")
-    orphans = sorted({b[:TRACT_LENGTH] for b in blocks} - set(tracts))
+    orphans = sorted({tract_of(b) for b in blocks} - set(tracts))
     if orphans and any(c.level == "tract" for c in cells):
         raise StatreconError(f"{path}: tract {orphans[0]} has blocks but no tract-level cells")
     if not any(c.level == "tract" for c in cells):  # block tables only: tracts from the ids
-        tracts = tuple(sorted({b[:TRACT_LENGTH] for b in blocks}))
+        tracts = tuple(sorted({tract_of(b) for b in blocks}))
         out[1] = np.zeros((len(tracts), 0), dtype=np.int64)
     return out[0], out[1], blocks, tracts

@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+from statrecon.census.geography import tract_of
 from statrecon.census.release import CensusRelease
 from statrecon.census.sf1 import MAX_AGE, MEDIAN_SCALE, RACES, Sf1Cell
 from statrecon.errors import StatreconError
@@ -47,7 +48,7 @@ def block_release(release: CensusRelease, block: str) -> dict[str, Any]:
     if block not in release.blocks:
         raise StatreconError(f"{release.path}: no block {block!r} in the release")
     b = release.blocks.index(block)
-    tract = block[:11]
+    tract = tract_of(block)
     alone = sum(1 for x in release.blocks if x.startswith(tract)) == 1
     cells: list[tuple[Sf1Cell, int]] = list(zip(release.block_cells,
                                                  release.block_values[b].tolist(), strict=True))

@@ -23,6 +23,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from statrecon.census.geography import state_of, tract_of
 from statrecon.commands.progress import work_bar
 from statrecon.errors import StatreconError
 from statrecon.exitcodes import EXIT_UNKNOWN
@@ -252,7 +253,7 @@ def verify(
         for b in wanted:
             if b not in published:
                 raise StatreconError(f"{tables}: unknown block id {b}")
-        tasks = [BlockTask(b, b[:11], b[:2], published[b], None) for b in wanted]
+        tasks = [BlockTask(b, tract_of(b), state_of(b), published[b], None) for b in wanted]
     if population is not None:
         tract_priors, state_priors = _priors(read_households(population))
     shared = Shared(options, tract_priors, state_priors)
