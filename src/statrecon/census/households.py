@@ -23,16 +23,15 @@ microdata publish: 15–24, 25–34, 35–44, 45–54, 55–59, 60–64, 65–74
 
 from __future__ import annotations
 
-import csv
-import io
 import itertools
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
-from importlib import resources
 
 import numpy as np
+
+from statrecon.census.descriptors import descriptors
 
 NA = "NA"
 NA_CODE = 15  # the code of NA in a type array (four bits per column)
@@ -466,24 +465,19 @@ def _conjoin(*patterns: Mapping[str, frozenset[str]]) -> dict[str, frozenset[str
 @cache
 def _descriptor_rows() -> dict[str, list[tuple[str, str]]]:
     """(field code, title) of every cell of every 2010 SF1 table, in table order."""
-    text = resources.files("statrecon.data").joinpath(
-        "sf1_data_field_descriptors.csv").read_text(encoding="utf-8")
     out: dict[str, list[tuple[str, str]]] = {}
-    for row in csv.DictReader(io.StringIO(text)):
-        if row["FIELD CODE"]:
-            out.setdefault(row["TABLE NUMBER"], []).append(
-                (row["FIELD CODE"], row["FIELD NAME"].strip()))
+    for d in descriptors():
+        if d.code:
+            out.setdefault(d.table, []).append((d.code, d.name))
     return out
 
 
 @cache
 def _table_titles() -> dict[str, str]:
-    text = resources.files("statrecon.data").joinpath(
-        "sf1_data_field_descriptors.csv").read_text(encoding="utf-8")
     out: dict[str, str] = {}
-    for row in csv.DictReader(io.StringIO(text)):
-        if not row["FIELD CODE"] and row["TABLE NUMBER"] not in out:
-            out[row["TABLE NUMBER"]] = re.sub(r"\s*\[\d+\].*$", "", row["FIELD NAME"]).strip()
+    for d in descriptors():
+        if not d.code and d.table not in out:
+            out[d.table] = re.sub(r"\s*\[\d+\].*$", "", d.name).strip()
     return out
 
 

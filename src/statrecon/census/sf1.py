@@ -23,6 +23,8 @@ from importlib import resources
 import numpy as np
 import scipy.sparse as sp
 
+from statrecon.census.descriptors import descriptors
+
 RACES = ("white", "black", "aian", "asian", "nhopi", "sor")
 SEXES = ("male", "female")
 MAX_AGE = 110
@@ -182,25 +184,17 @@ def person_cells() -> tuple[Sf1Cell, ...]:
 TABLE_SETS = {"sf1-persons": None}  # None = every table in the cell file
 
 
-DESCRIPTOR_FILE = "sf1_data_field_descriptors.csv"
 MEDIAN_SCALE = 10  # SF1 medians have one implied decimal: 34.5 is stored as 345
 
 
 @cache
 def p13_cells() -> tuple[Sf1Cell, ...]:
     """P13 (median age by sex, block level), read from the SF1 data field descriptors."""
-    text = resources.files("statrecon").joinpath("data", DESCRIPTOR_FILE).read_text("utf-8")
     sexes = {"Both sexes": None, "Male": "male", "Female": "female"}
-    cells = []
-    for row in csv.DictReader(io.StringIO(text)):
-        code = (row["FIELD CODE"] or "").strip()
-        if row["TABLE NUMBER"].strip() != "P13" or not code:
-            continue
-        title = row["FIELD NAME"].strip()
-        cells.append(Sf1Cell(table="P13", cell=code, level="block", title=f"Median age: {title}",
-                             race=(None,) * len(RACES), two_or_more=None, hispanic=None,
-                             sex=sexes[title], age_lo=0, age_hi=MAX_AGE, statistic="median"))
-    return tuple(cells)
+    return tuple(Sf1Cell(table="P13", cell=d.code, level="block", title=f"Median age: {d.name}",
+                         race=(None,) * len(RACES), two_or_more=None, hispanic=None,
+                         sex=sexes[d.name], age_lo=0, age_hi=MAX_AGE, statistic="median")
+                 for d in descriptors() if d.table == "P13" and d.code)
 
 
 def select_cells(tables: str = "sf1-persons", *, with_p13: bool = False
