@@ -38,6 +38,7 @@ from statrecon.engines.claims_paper import (
     dataset_rows,
     verify_paper,
 )
+from statrecon.engines.cpsat import Deadline
 
 
 def main() -> int:
@@ -113,7 +114,8 @@ def main() -> int:
             pick = np.sort(np.concatenate([some, rest]))
         claims = [C.decode_claim(int(c)) for c in cand[pick]]
         t0 = time.perf_counter()
-        paper = verify_paper(release, claims, end=t0 + args.paper_time_limit)
+        paper = verify_paper(release, claims,
+                             end=Deadline.after(args.paper_time_limit).end)
         spent = time.perf_counter() - t0
         n_decided = int((paper >= 0).sum())
         # seconds per decided claim times all candidates; with claims left undecided this

@@ -35,7 +35,7 @@ from statrecon.census.sf1 import (
     attribute_grid,
     mask_matrix,
 )
-from statrecon.interrupt import Solver
+from statrecon.engines.cpsat import Deadline, new_solver
 
 
 @dataclass(frozen=True)
@@ -240,18 +240,9 @@ class _Model:
                              shape=(len(self.rows), len(self.x)))
 
 
-def _deadline_left(end: float | None) -> float | None:
-    return None if end is None else max(0.0, end - time.monotonic())
-
-
 def _solver(options: CensusOptions, end: float | None) -> cp_model.CpSolver:
-    solver = Solver()  # Ctrl-C / SIGTERM stop it at once
-    solver.parameters.num_workers = 1  # parallelism is across tracts; keeps runs reproducible
-    solver.parameters.random_seed = options.seed
-    left = _deadline_left(end)
-    if left is not None:
-        solver.parameters.max_time_in_seconds = max(left, 0.001)
-    return solver
+    # one worker: parallelism is across tracts, and it keeps runs reproducible
+    return new_solver(left=Deadline(end).left(), workers=1, seed=options.seed)
 
 
 # Largest tract model built: CP-SAT needs a few KB per variable (and certification clones the
@@ -538,7 +529,7 @@ def reconstruct_tract(tables: TractTables, mats: CellMatrices,
                       options: CensusOptions | None = None) -> TractResult:
     """Reconstruct one tract and certify each of its blocks."""
     options = options or CensusOptions()
-    end = None if options.time_limit is None else time.monotonic() + options.time_limit
+    end = Deadline.after(options.time_limit).end
     t0 = time.perf_counter()
     m = compile_tract(tables, mats)
     solver = _solver(options, end)

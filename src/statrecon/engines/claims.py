@@ -41,8 +41,8 @@ import scipy.sparse as sp
 from ortools.sat.python import cp_model
 
 from statrecon.census import households as hh
+from statrecon.engines.cpsat import Deadline, new_solver
 from statrecon.errors import InconsistentReleaseError
-from statrecon.interrupt import Solver
 
 N_COLS = hh.N_COLUMNS
 VALUE_BITS = 4 * N_COLS  # packed values occupy the low 40 bits of a claim key
@@ -286,16 +286,12 @@ class _Histogram:
 
 
 def _solver(time_limit: float | None, workers: int, seed: int) -> cp_model.CpSolver:
-    solver = Solver()  # Ctrl-C / SIGTERM stop it at once
-    solver.parameters.num_workers = workers
-    solver.parameters.random_seed = seed
-    if time_limit is not None:
-        solver.parameters.max_time_in_seconds = max(time_limit, 0.01)
-    return solver
+    return new_solver(left=time_limit, workers=workers, seed=seed, floor=0.01)
 
 
 def _left(end: float | None) -> float | None:
-    return None if end is None else end - time.perf_counter()
+    """Seconds left before ``end`` (a ``Deadline.end`` on the monotonic clock)."""
+    return Deadline(end).left()
 
 
 @dataclass
@@ -670,7 +666,7 @@ def verify_block(release: BlockRelease, options: ClaimsOptions = ClaimsOptions()
                  ) -> BlockClaims:
     """Generate candidate claims from K consistent blocks, then prove or refute each."""
     t0 = time.perf_counter()
-    end = None if options.time_limit is None else t0 + options.time_limit
+    end = Deadline.after(options.time_limit).end
     timings: dict[str, float] = {}
     m = compile_block(release)
     sols = generate_solutions(m, options.k_solutions, seed=options.seed, end=end,

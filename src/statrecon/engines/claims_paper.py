@@ -49,7 +49,6 @@ compiling and generating raise ``InconsistentReleaseError`` first.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -58,8 +57,8 @@ from ortools.sat.python import cp_model
 
 from statrecon.census import households as hh
 from statrecon.engines.claims import BlockRelease, Claim
+from statrecon.engines.cpsat import Deadline, new_solver
 from statrecon.errors import InconsistentReleaseError
-from statrecon.interrupt import Solver
 
 HASH_MAX = 1 << 16  # hash coefficients h are drawn from [1, HASH_MAX)
 
@@ -198,25 +197,21 @@ def add_claim_negation(base: PaperModel, model: cp_model.CpModel, claim: Claim) 
 
 
 def _left(end: float | None) -> float | None:
-    return None if end is None else end - time.perf_counter()
+    """Seconds left before ``end`` (a ``Deadline.end`` on the monotonic clock)."""
+    return Deadline(end).left()
 
 
 def _solver(left: float | None, workers: int, seed: int) -> cp_model.CpSolver:
-    solver = Solver()  # Ctrl-C / SIGTERM stop it at once
-    solver.parameters.num_workers = max(1, workers)
-    solver.parameters.random_seed = seed
-    if left is not None:
-        solver.parameters.max_time_in_seconds = left
-    return solver
+    return new_solver(left=left, workers=max(1, workers), seed=seed)
 
 
 def verify_paper(release: BlockRelease, claims: Sequence[Claim], *, end: float | None = None,
                  workers: int = 1, seed: int = 0) -> np.ndarray:
     """Status per claim (int8): 1 verified (INFEASIBLE), 0 refuted (feasible), -1 unknown.
 
-    One model and one solve per claim, as in the paper. ``end`` is an absolute
-    ``time.perf_counter()`` deadline: each solve gets what is left, and once nothing is left
-    the remaining claims stay -1 (a time-out is never taken as a proof).
+    One model and one solve per claim, as in the paper. ``end`` is an absolute deadline on
+    the monotonic clock (``Deadline.end``): each solve gets what is left, and once nothing is
+    left the remaining claims stay -1 (a time-out is never taken as a proof).
     """
     status = np.full(len(claims), -1, dtype=np.int8)
     if not claims:

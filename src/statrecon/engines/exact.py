@@ -13,13 +13,13 @@ from typing import Any
 
 from ortools.sat.python import cp_model
 
+from statrecon.engines.cpsat import Deadline, OutOfTime, new_solver
 from statrecon.engines.record_model import (
     DEFAULT_MAX_MODEL_SIZE,
     RecordModel,
     check_model_size,
     row_count_bounds,
 )
-from statrecon.interrupt import Solver
 from statrecon.release.known import KnownData
 from statrecon.release.model import Release
 from statrecon.release.schema import ColumnType
@@ -58,44 +58,18 @@ MAX_ROWS_KEPT = 2_000_000
 MAX_VALUES_PROVEN = 1_000
 
 
-class _OutOfTime(Exception):
-    """The deadline passed while a model was being built."""
-
-
-class _Deadline:
-    def __init__(self, seconds: float | None) -> None:
-        self.end = None if seconds is None else time.monotonic() + seconds
-
-    def left(self) -> float | None:
-        return None if self.end is None else max(0.0, self.end - time.monotonic())
-
-    @property
-    def expired(self) -> bool:
-        left = self.left()
-        return left is not None and left <= 0.0
-
-    def check(self) -> None:
-        if self.expired:
-            raise _OutOfTime
-
-
-def _model(release: Release, known: KnownData, options: ExactOptions, deadline: _Deadline,
+def _model(release: Release, known: KnownData, options: ExactOptions, deadline: Deadline,
            switches: bool = False) -> RecordModel:
-    """Build the record model; raises _OutOfTime when the deadline passes meanwhile."""
+    """Build the record model; raises OutOfTime when the deadline passes meanwhile."""
     deadline.check()
     return RecordModel(release, known, symmetry_breaking=options.symmetry_breaking,
                        switches=switches, check=deadline.check)
 
 
-def _solver(options: ExactOptions, deadline: _Deadline, workers: int | None = None
+def _solver(options: ExactOptions, deadline: Deadline, workers: int | None = None
             ) -> cp_model.CpSolver:
-    solver = Solver()  # Ctrl-C / SIGTERM stop it at once
-    solver.parameters.num_workers = workers or options.workers
-    solver.parameters.random_seed = options.seed
-    left = deadline.left()
-    if left is not None:
-        solver.parameters.max_time_in_seconds = max(left, 0.001)
-    return solver
+    return new_solver(left=deadline.left(), workers=workers or options.workers,
+                      seed=options.seed)
 
 
 class _Collector(cp_model.CpSolverSolutionCallback):
@@ -124,16 +98,16 @@ def enumerate_datasets(
 ) -> tuple[list[Dataset], bool, str]:
     """All distinct datasets up to ``limit``: (datasets, complete, cp-sat status name)."""
     options = options or ExactOptions()
-    deadline = _Deadline(options.time_limit)
+    deadline = Deadline.after(options.time_limit)
     check_model_size(release, known, options.max_model_size)
     try:
         rm = _model(release, known, options, deadline)
-    except _OutOfTime:
+    except OutOfTime:
         return [], False, "UNKNOWN"
     return _enumerate(rm, options, deadline)
 
 
-def _enumerate(rm: RecordModel, options: ExactOptions, deadline: _Deadline
+def _enumerate(rm: RecordModel, options: ExactOptions, deadline: Deadline
                ) -> tuple[list[Dataset], bool, str]:
     solver = _solver(options, deadline, workers=1)
     solver.parameters.enumerate_all_solutions = True
@@ -153,11 +127,11 @@ def reconstruct_exact(
     """Enumerate consistent datasets and prove what they all share."""
     options = options or ExactOptions()
     started = time.monotonic()
-    deadline = _Deadline(options.time_limit)
+    deadline = Deadline.after(options.time_limit)
     check_model_size(release, known, options.max_model_size)
     try:
         rm = _model(release, known, options, deadline)
-    except _OutOfTime:  # the time limit covers building the model too
+    except OutOfTime:  # the time limit covers building the model too
         bounds = row_count_bounds(release, known)
         return ReconstructionResult(
             status="unknown", columns=tuple(c.name for c in release.schema.columns),
@@ -257,7 +231,7 @@ def _cells_seen(datasets: list[Dataset], rm: RecordModel) -> dict[tuple[int, str
 
 
 def _prove_cells(
-    release: Release, known: KnownData, options: ExactOptions, deadline: _Deadline,
+    release: Release, known: KnownData, options: ExactOptions, deadline: Deadline,
     cells: dict[tuple[int, str], set[int]],
 ) -> tuple[dict[tuple[int, str], set[int]], bool]:
     """Prove each cell that agreed in every found dataset: is any other value possible?"""
@@ -268,7 +242,7 @@ def _prove_cells(
             continue
         try:
             rm = _model(release, known, options, deadline)
-        except _OutOfTime:
+        except OutOfTime:
             out[(r, name)] = vs | {-1}  # undecided: not reported as certain
             proven = False
             continue
@@ -303,7 +277,7 @@ def _values_seen(datasets: list[Dataset], rm: RecordModel) -> dict[str, set[int]
 
 
 def _prove_certain(
-    release: Release, known: KnownData, options: ExactOptions, deadline: _Deadline,
+    release: Release, known: KnownData, options: ExactOptions, deadline: Deadline,
     datasets: list[Dataset], rm0: RecordModel,
 ) -> tuple[Counter[tuple[int, ...]], dict[str, set[int]], dict[str, tuple[int, int]], bool]:
     """Certain rows, possible values and (for columns too wide to list) the proven range of
@@ -313,7 +287,7 @@ def _prove_certain(
     for t, k in sorted(_intersection(datasets).items()):
         try:
             rm = _model(release, known, options, deadline)
-        except _OutOfTime:
+        except OutOfTime:
             proven = False
             break
         copies = sum(rm._as_int(rm._and(rm.present[r], _row_equals(rm, r, t)))
@@ -352,14 +326,14 @@ def _add_witness(rm: RecordModel, solver: cp_model.CpSolver, values: dict[str, s
 
 
 def _prove_values(release: Release, known: KnownData, options: ExactOptions,
-                  deadline: _Deadline, name: str, values: dict[str, set[int]]) -> bool:
+                  deadline: Deadline, name: str, values: dict[str, set[int]]) -> bool:
     """Add every possible value of a small-domain column: solve for an unseen one until none is
     left (INFEASIBLE). False when the deadline cut it short."""
     col = release.schema.column(name)
     while True:
         try:
             rm = _model(release, known, options, deadline)
-        except _OutOfTime:
+        except OutOfTime:
             return False
         lo, hi = rm._domain(col)
         unseen = [v for v in range(lo, hi + 1) if v not in values[name]]
@@ -388,7 +362,7 @@ def _some_row_value(rm: RecordModel, name: str, domain: cp_model.Domain) -> Any:
 
 
 def _prove_extremes(release: Release, known: KnownData, options: ExactOptions,
-                    deadline: _Deadline, name: str, values: dict[str, set[int]]
+                    deadline: Deadline, name: str, values: dict[str, set[int]]
                     ) -> tuple[int, int] | None:
     """The smallest and largest possible value of a column, proven OPTIMAL without listing its
     domain (their witnesses join ``values``); None when a proof did not finish."""
@@ -396,7 +370,7 @@ def _prove_extremes(release: Release, known: KnownData, options: ExactOptions,
     for maximize in (False, True):
         try:
             rm = _model(release, known, options, deadline)
-        except _OutOfTime:
+        except OutOfTime:
             return None
         lo, hi = rm._domain(release.schema.column(name))
         y = _some_row_value(rm, name, cp_model.Domain(lo, hi))
@@ -429,7 +403,7 @@ def _row_equals(rm: RecordModel, r: int, t: tuple[int, ...]) -> Any:
 
 def explain_infeasibility(
     release: Release, known: KnownData, options: ExactOptions | None = None,
-    deadline: _Deadline | None = None,
+    deadline: Deadline | None = None,
 ) -> tuple[list[str], bool]:
     """A small set of statistics (and background facts) that cannot hold together.
 
@@ -438,11 +412,11 @@ def explain_infeasibility(
     ``minimal`` is True only when every deletion test was decided by the solver.
     """
     options = options or ExactOptions()
-    deadline = deadline or _Deadline(options.time_limit)
+    deadline = deadline or Deadline.after(options.time_limit)
     check_model_size(release, known, options.max_model_size)
     try:
         rm = _model(release, known, options, deadline, switches=True)
-    except _OutOfTime:
+    except OutOfTime:
         return [], False
     labels = {v.index: k for k, v in rm.switches.items()}
 
