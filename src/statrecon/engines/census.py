@@ -35,7 +35,7 @@ from statrecon.census.sf1 import (
     attribute_grid,
     mask_matrix,
 )
-from statrecon.engines.cpsat import Deadline, new_solver
+from statrecon.engines.cpsat import Deadline, found, new_solver
 
 
 @dataclass(frozen=True)
@@ -515,7 +515,7 @@ def _certify(m: _Model, groups: list[np.ndarray], bound: np.ndarray, options: Ce
             status = solver.solve(model)
         if status == cp_model.INFEASIBLE:
             return bound, True, rounds
-        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        if not found(status):
             return bound, False, rounds  # time limit: the open counts stay unproven
         values = np.array([solver.value(v) for v in x], dtype=np.int64)
         sums = np.array([values[groups[p]].sum() for p in open_])
@@ -548,7 +548,7 @@ def reconstruct_tract(tables: TractTables, mats: CellMatrices,
     if status == cp_model.INFEASIBLE:
         return TractResult(tables.tract, "infeasible", (), conflict=_conflict(m, options, end),
                            **info)
-    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+    if not found(status):
         return TractResult(tables.tract, "unknown", (), **info)
     first = np.array([solver.value(v) for v in m.x], dtype=np.int64)
 

@@ -41,7 +41,7 @@ import scipy.sparse as sp
 from ortools.sat.python import cp_model
 
 from statrecon.census import households as hh
-from statrecon.engines.cpsat import Deadline, new_solver
+from statrecon.engines.cpsat import Deadline, found, new_solver
 from statrecon.errors import InconsistentReleaseError
 
 N_COLS = hh.N_COLUMNS
@@ -348,7 +348,7 @@ def generate_solutions(m: BlockModel, k: int, *, seed: int = 0, end: float | Non
         status = solver.solve(h.model)
         if status == cp_model.INFEASIBLE and not out:
             raise InconsistentReleaseError(_solver_conflict(m, end))
-        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        if not found(status):
             break
         x = np.array([solver.value(v) for v in h.x], dtype=np.int64)
         key = x.tobytes()
@@ -502,7 +502,7 @@ def refute(m: BlockModel, members: np.ndarray, mult: np.ndarray, *, mode: str = 
         if st == cp_model.INFEASIBLE:
             status[open_] = 1
             return status
-        if st in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        if found(st):
             x = np.array([solver.value(v) for v in h.x], dtype=np.int64)
             status[open_[broken(x)[open_]]] = 0
             if witnesses is not None:
@@ -598,7 +598,7 @@ def _refute_each(m: BlockModel, members: np.ndarray, mult: np.ndarray, status: n
             st = solver.solve(h.model)
             if work is not None:
                 work.charge(solver)
-            if st in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            if found(st):
                 x = np.array([solver.value(v) for v in h.x], dtype=np.int64)
                 status[(status == -1) & broken(x)] = 0
                 if witnesses is not None:

@@ -57,7 +57,7 @@ from ortools.sat.python import cp_model
 
 from statrecon.census import households as hh
 from statrecon.engines.claims import BlockRelease, Claim
-from statrecon.engines.cpsat import Deadline, new_solver
+from statrecon.engines.cpsat import Deadline, found, new_solver, refutation
 from statrecon.errors import InconsistentReleaseError
 
 HASH_MAX = 1 << 16  # hash coefficients h are drawn from [1, HASH_MAX)
@@ -226,11 +226,9 @@ def verify_paper(release: BlockRelease, claims: Sequence[Claim], *, end: float |
             break
         model = base.model.clone()
         add_claim_negation(base, model, claim)
-        st = _solver(left, workers, seed).solve(model)
-        if st == cp_model.INFEASIBLE:
-            status[c] = 1
-        elif st in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            status[c] = 0
+        verdict = refutation(_solver(left, workers, seed).solve(model))
+        if verdict != "unknown":  # the negation is INFEASIBLE (verified) or has a witness
+            status[c] = 1 if verdict == "proven" else 0
     return status
 
 
@@ -263,7 +261,7 @@ def breaks_claim(base: PaperModel, claim: Claim, rows: np.ndarray, *, workers: i
             var = model.get_bool_var_from_proto_index(int(base.x_index[k, p]))
             model.add(var == int(rows[k, p]))
     st = _solver(None, workers, seed).solve(model)
-    return 1 if st in (cp_model.OPTIMAL, cp_model.FEASIBLE) else (
+    return 1 if found(st) else (
         0 if st == cp_model.INFEASIBLE else -1)
 
 

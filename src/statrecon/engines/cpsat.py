@@ -65,12 +65,12 @@ def new_solver(*, left: float | None = None, workers: int = 1, seed: int = 0,
     return solver
 
 
-def found(status: int) -> bool:
+def found(status: cp_model.CpSolverStatus | int) -> bool:
     """The solver returned a solution (OPTIMAL or FEASIBLE)."""
     return status in (cp_model.OPTIMAL, cp_model.FEASIBLE)
 
 
-def refutation(status: int) -> Verdict:
+def refutation(status: cp_model.CpSolverStatus | int) -> Verdict:
     """The verdict on a fact from the status of its *refutation* model (the fact negated):
     INFEASIBLE proves the fact, a solution refutes it, anything else (a time limit, an
     interrupt) decides nothing."""

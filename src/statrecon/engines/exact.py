@@ -13,7 +13,7 @@ from typing import Any
 
 from ortools.sat.python import cp_model
 
-from statrecon.engines.cpsat import Deadline, OutOfTime, new_solver
+from statrecon.engines.cpsat import Deadline, OutOfTime, found, new_solver
 from statrecon.engines.record_model import (
     DEFAULT_MAX_MODEL_SIZE,
     RecordModel,
@@ -251,7 +251,7 @@ def _prove_cells(
         status = solver.solve(rm.model)
         if status == cp_model.INFEASIBLE:
             continue
-        if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        if found(status):
             out[(r, name)] = vs | {int(solver.value(rm.x[r][name]))}
         else:
             out[(r, name)] = vs | {-1}  # undecided: not reported as certain
@@ -342,7 +342,7 @@ def _prove_values(release: Release, known: KnownData, options: ExactOptions,
         _some_row_value(rm, name, cp_model.Domain.from_values(unseen))
         solver = _solver(options, deadline)
         status = solver.solve(rm.model)
-        if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        if found(status):
             _add_witness(rm, solver, values)
         else:
             return status == cp_model.INFEASIBLE
