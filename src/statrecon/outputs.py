@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from statrecon.errors import StatreconError
@@ -58,8 +58,22 @@ def temporary_sibling(path: Path) -> Path:
     """A fresh temporary file name in ``path``'s folder (same file system: rename is atomic)."""
     fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp",
                                 dir=path.parent if str(path.parent) else Path("."))
-    os.close(fd)
+    try:
+        os.fchmod(fd, 0o666 & ~_umask())  # as open() would: mkstemp makes it owner-only
+    finally:
+        os.close(fd)
     return Path(name)
+
+
+def _umask() -> int:
+    """The process umask (read without changing it where the system allows)."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 @contextlib.contextmanager
@@ -92,6 +106,17 @@ def atomic_outputs(*paths: Path) -> Iterator[tuple[Path, ...]]:
         for tmp in temps:
             with contextlib.suppress(OSError):
                 tmp.unlink()
+
+
+def write_atomically(path: Path, write: Callable[[Path], object]) -> Path:
+    """``write(tmp)`` to a temporary sibling renamed to ``path`` when done (the one way a single
+    file is written atomically); an OSError becomes one line naming ``path``."""
+    try:
+        with atomic_outputs(path) as (tmp,):
+            write(tmp)
+    except OSError as e:
+        raise StatreconError(f"{path}: cannot write: {e.strerror or e}") from None
+    return path
 
 
 def dump_yaml(data: object, *, width: int = 120) -> str:

@@ -22,6 +22,7 @@ from statrecon.census.sf1 import LEVELS, MAX_AGE, RACES, SEXES, Sf1Cell, definit
 from statrecon.db import hardened
 from statrecon.engines.census import TractTables
 from statrecon.errors import StatreconError
+from statrecon.outputs import write_atomically
 
 METADATA_KEY = b"statrecon.census"
 FORMAT = 1
@@ -36,12 +37,7 @@ def write_release(table: pa.Table, cells: tuple[Sf1Cell, ...], tables: str, path
     meta = {"format": FORMAT, "tables": tables, "digest": definitions_digest(cells),
             "cells": [asdict(c) for c in cells]}
     table = table.replace_schema_metadata({METADATA_KEY: json.dumps(meta).encode()})
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        pq.write_table(table, tmp)
-        tmp.replace(path)
-    except OSError as e:
-        raise StatreconError(f"{path}: cannot write: {e.strerror}") from None
+    write_atomically(path, lambda tmp: pq.write_table(table, tmp))
 
 
 MAX_CELLS = 20_000  # SF1's person tables have 4,071 cells (with P13 4,074)

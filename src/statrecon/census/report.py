@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import html
 import io
-import os
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -22,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from statrecon.census.store import read_recon
-from statrecon.errors import StatreconError
+from statrecon.outputs import write_atomically
 
 NUMERIC = re.compile(r"[-+]?[\d.,]+( %)?|–")
 SIZE_EDGES = [-0.5, 0.5, 1.5, 2.5, 3.5, 4.5, 5.5, 10.5, 20.5, 50.5, np.inf]
@@ -388,17 +387,6 @@ def _page(recon: Path, truth: Path | None, seed: int) -> str:
             + "\n</body></html>\n")
 
 
-def _write_atomic(out: Path, text: str) -> None:
-    """Write ``text`` to a temporary file beside ``out``, then rename it into place."""
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(out)
-    except OSError as e:
-        tmp.unlink(missing_ok=True)
-        raise StatreconError(f"{out}: cannot write: {e.strerror or e}") from None
-
-
 def write_report(recon: Path, out: Path, *, truth: Path | None = None, seed: int = 0) -> None:
     """Write the HTML report on reconstruction ``recon`` to ``out`` (see module docstring).
 
@@ -406,4 +394,5 @@ def write_report(recon: Path, out: Path, *, truth: Path | None = None, seed: int
     with ``seed``. Raises StatreconError for a file that is not a reconstruction or an ``out``
     that cannot be written.
     """
-    _write_atomic(out, _page(recon, truth, seed))
+    page = _page(recon, truth, seed)
+    write_atomically(out, lambda tmp: tmp.write_text(page, encoding="utf-8"))

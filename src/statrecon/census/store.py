@@ -12,6 +12,7 @@ was proven (``unique``, ``certain_persons``, and the same at the tables' age res
 
 from __future__ import annotations
 
+import glob
 import json
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ import pyarrow.parquet as pq
 from statrecon.census.sf1 import RACES, SEXES, attribute_grid
 from statrecon.engines.census import TractResult
 from statrecon.errors import StatreconError
+from statrecon.outputs import write_atomically
 
 META_KEY = b"statrecon.census.recon"
 DONE = ("ok", "infeasible")
@@ -118,9 +120,10 @@ class ReconStore:
 
     def _remove_stale(self) -> None:
         """Temporary files of a run killed mid-write (kill -9) are never valid: remove them."""
-        stale = [self.out.with_name(self.out.name + ".tmp")]
+        stale = [self.out.with_name(self.out.name + ".tmp"),  # as named before outputs.py
+                 *self.out.parent.glob(f".{glob.escape(self.out.name)}.*.tmp")]
         if self.parts.is_dir():
-            stale += list(self.parts.glob(".*.parquet.tmp"))
+            stale += list(self.parts.glob(".*.tmp"))
         for path in stale:
             path.unlink(missing_ok=True)
 
@@ -130,8 +133,7 @@ class ReconStore:
         meta = json.loads(table.schema.metadata[META_KEY])
         meta["release"] = self.digest
         table = table.replace_schema_metadata({META_KEY: json.dumps(meta).encode()})
-        _write_atomic(table, self.parts / f"{tract}.parquet",
-                      self.parts / f".{tract}.parquet.tmp")
+        write_atomically(self.parts / f"{tract}.parquet", lambda tmp: pq.write_table(table, tmp))
 
     def merge(self, run_info: dict[str, Any]) -> pa.Table:
         """Fold the parts into OUT (atomically), newest status per tract wins."""
@@ -157,22 +159,12 @@ class ReconStore:
         merged = merged.sort_by([("block", "ascending")])
         meta = {"release": self.digest, "tracts": dict(sorted(tracts.items())), **run_info}
         merged = merged.replace_schema_metadata({META_KEY: json.dumps(meta).encode()})
-        _write_atomic(merged, self.out, self.out.with_name(self.out.name + ".tmp"))
+        write_atomically(self.out, lambda tmp: pq.write_table(merged, tmp))
         for part in parts:
             part.unlink()
         if self.parts.is_dir() and not any(self.parts.iterdir()):
             self.parts.rmdir()
         return merged
-
-
-def _write_atomic(table: pa.Table, path: Path, tmp: Path) -> None:
-    """Write ``tmp``, then rename it to ``path``; an interrupt or error leaves no ``tmp``."""
-    try:
-        pq.write_table(table, tmp)
-        tmp.replace(path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 def read_recon(path: Path) -> tuple[pa.Table, dict[str, Any]]:

@@ -21,7 +21,7 @@ from rich.table import Table
 
 from statrecon.commands.progress import activity, step_bar
 from statrecon.errors import StatreconError
-from statrecon.outputs import check_writable_folder
+from statrecon.outputs import check_writable_folder, write_atomically
 from statrecon.report import output_console
 
 experiment_app = typer.Typer(
@@ -86,11 +86,8 @@ def _prepare_out(out: Path | None) -> Path | None:
 
 
 def _write_json(path: Path, data: Any) -> Path:
-    try:
-        path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    except OSError as e:
-        raise StatreconError(f"{path}: cannot write: {e.strerror}") from None
-    return path
+    text = json.dumps(data, indent=2) + "\n"
+    return write_atomically(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
 def _check_diffix(ids: int, primes: list[int] | None, offsets: list[float | int] | None,
