@@ -16,7 +16,7 @@ from rich.table import Table
 from statrecon.commands.progress import activity, work_bar
 from statrecon.errors import InconsistentReleaseError, StatreconError
 from statrecon.exitcodes import EXIT_UNKNOWN
-from statrecon.outputs import atomic_outputs, check_writable, dump_yaml
+from statrecon.outputs import check_writable, dump_yaml, write_atomically
 from statrecon.report import output_console
 
 census_app = typer.Typer(
@@ -158,11 +158,7 @@ def block_release(
 
     check_writable(out, "--out")
     text = dump_yaml(block_document(read_release(release), block), width=1000)
-    with atomic_outputs(out) as (tmp,):
-        try:
-            tmp.write_text(text, encoding="utf-8")
-        except OSError as e:
-            raise StatreconError(f"{out}: cannot write: {e.strerror}") from None
+    write_atomically(out, lambda tmp: tmp.write_text(text, encoding="utf-8"))
     Console(stderr=True).print(f"wrote {out}")
 
 

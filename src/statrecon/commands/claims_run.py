@@ -27,7 +27,12 @@ from statrecon.census.geography import state_of, tract_of
 from statrecon.commands.progress import work_bar
 from statrecon.errors import StatreconError
 from statrecon.exitcodes import EXIT_UNKNOWN
-from statrecon.outputs import atomic_outputs, check_writable, check_writable_folder, dump_yaml
+from statrecon.outputs import (
+    check_writable,
+    check_writable_folder,
+    dump_yaml,
+    write_atomically,
+)
 from statrecon.report import output_console, safe_text
 
 FORMULATIONS = ("fast", "paper")
@@ -280,16 +285,16 @@ def tabulate(
     check_writable(out, "--out")
     tables = tabulate_sql(read_households(households))
     cells = hh.table_index().cells
-    with atomic_outputs(out) as (tmp,):
-        try:
-            with tmp.open("w", encoding="utf-8", newline="") as f:
-                w = csv.writer(f)
-                w.writerow(["block", "cell", "value"])
-                for b in sorted(tables):
-                    for c, v in zip(cells, tables[b], strict=True):
-                        w.writerow([b, c.cell, int(v)])
-        except OSError as e:
-            raise StatreconError(f"{out}: cannot write: {e.strerror or e}") from None
+
+    def write(tmp: Path) -> None:
+        with tmp.open("w", encoding="utf-8", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["block", "cell", "value"])
+            for b in sorted(tables):
+                for c, v in zip(cells, tables[b], strict=True):
+                    w.writerow([b, c.cell, int(v)])
+
+    write_atomically(out, write)
     Console(stderr=True).print(f"{len(tables)} blocks x {len(cells)} cells -> {out}")
 
 
@@ -379,10 +384,7 @@ def block_release(
     check_writable(out, "--out")
     tasks = tasks_from_households(read_households(households), [block], str(households))
     doc = block_release_document(block, tasks[0].values)
-    with atomic_outputs(out) as (tmp,):
-        try:
-            tmp.write_text(dump_yaml(doc), encoding="utf-8")
-        except OSError as e:
-            raise StatreconError(f"{out}: cannot write: {e.strerror or e}") from None
+    text = dump_yaml(doc)
+    write_atomically(out, lambda tmp: tmp.write_text(text, encoding="utf-8"))
     Console(stderr=True).print(f"block {block}: {len(doc['statistics'])} statistics, "  # type: ignore[arg-type]
                                f"{len(doc['constraints'])} rules -> {out}")  # type: ignore[arg-type]

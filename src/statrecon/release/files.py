@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, f
 
 from statrecon.db import check_identifier
 from statrecon.errors import ReleaseError, StatreconError
-from statrecon.outputs import atomic_outputs, dump_yaml
+from statrecon.outputs import dump_yaml, write_atomically
 from statrecon.release.model import Constraint, RecordCount, Release, SuppressionRule
 from statrecon.release.schema import Column, ColumnType, Schema
 from statrecon.release.sql import parse_predicate, parse_query
@@ -505,5 +505,5 @@ def write_filled_release(
             for key in ("value", "error", "noise", "suppressed"):
                 entry.pop(key, None)
             entry.update(answer_fields(answers[sid]))
-    with atomic_outputs(out) as (tmp,):  # a failed write leaves no half file
-        tmp.write_text(dump_yaml(data), encoding="utf-8")
+    text = dump_yaml(data)
+    write_atomically(out, lambda tmp: tmp.write_text(text, encoding="utf-8"))  # no half file
