@@ -372,10 +372,6 @@ def _value_text(v: Fraction) -> str:
     return exact if len(exact) <= 24 else f"≈{float(v):.6g}"
 
 
-def _number_json(v: Fraction) -> int | float:
-    return number_out(v)
-
-
 class _Report:
     """Human (Rich) or JSON-lines output, plus the counts for the summary."""
 
@@ -405,7 +401,7 @@ class _Report:
     def record_json(self, d: Disclosure) -> dict[str, Any]:
         out: dict[str, Any] = {
             "index": d.index, "record": d.index + 1, "public": self.record_public(d.index),
-            "value": None if d.value is None else _number_json(d.value),
+            "value": None if d.value is None else number_out(d.value),
             "proven": d.proven,
             "certificate": [self.term_json(s, c) for s, c in d.certificate],
         }
@@ -416,7 +412,7 @@ class _Report:
 
     @staticmethod
     def term_json(sid: str, c: Fraction) -> dict[str, Any]:
-        term: dict[str, Any] = {"statistic": sid, "coefficient": _number_json(c)}
+        term: dict[str, Any] = {"statistic": sid, "coefficient": number_out(c)}
         if c.denominator != 1:
             term["exact"] = _frac_text(c)
         return term
@@ -447,10 +443,10 @@ class _Report:
                 if step else [],
                 "conflict": [self.term_json(s, k) for s, k in step.conflict] if step else [],
                 "discrepancy": None if step is None or step.discrepancy is None
-                else _number_json(step.discrepancy),
+                else number_out(step.discrepancy),
                 "outside": self.record_json(step.outside) if step and step.outside else None,
                 "attainable": None if step is None or step.attainable is None
-                else [None if v is None else _number_json(v) for v in step.attainable],
+                else [None if v is None else number_out(v) for v in step.attainable],
             }
             if c.note:
                 data["note"] = c.note
@@ -508,7 +504,7 @@ class _Report:
             for d in determined:
                 rec: dict[str, Any] = {
                     "index": d.index, "record": d.index + 1,
-                    "value": None if d.value is None else _number_json(d.value),
+                    "value": None if d.value is None else number_out(d.value),
                     "proven": d.proven}
                 if secret is not None and secret.kind == "indicator":
                     rec["label"] = self.label(d.value)

@@ -17,12 +17,9 @@ from rich.table import Table
 from statrecon.engines.linear import LinearResult
 from statrecon.errors import StatreconError
 from statrecon.release.known import read_table
+from statrecon.release.statistic import number_out
 from statrecon.report import safe_text
 from statrecon.result import plain
-
-
-def _number(v: Fraction) -> int | float:
-    return int(v) if v.denominator == 1 else float(v)
 
 
 def to_json(result: LinearResult) -> dict[str, Any]:
@@ -39,7 +36,7 @@ def to_json(result: LinearResult) -> dict[str, Any]:
     ids = system.stat_ids
     determined = [] if det is None else [
         {"index": c.index, "value": _value(result, c.value),
-         "certificate": [{"statistic": ids[i], "coefficient": _number(co)}
+         "certificate": [{"statistic": ids[i], "coefficient": number_out(co)}
                          for i, co in c.terms]}
         for c in det.determined
     ]
@@ -69,8 +66,8 @@ def _value(result: LinearResult, value: Fraction) -> Any:
     if result.system.secret.kind == "indicator":
         if value in (0, 1):
             return result.system.secret.label(float(value))
-        return _number(value)
-    return _number(value)
+        return number_out(value)
+    return number_out(value)
 
 
 def add_truth(data: dict[str, Any], result: LinearResult, path: Path) -> None:
