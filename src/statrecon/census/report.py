@@ -22,6 +22,7 @@ import pandas as pd
 
 from statrecon.census.store import read_recon
 from statrecon.outputs import write_atomically
+from statrecon.report.figures import agg_figure
 
 NUMERIC = re.compile(r"[-+]?[\d.,]+( %)?|–")
 SIZE_EDGES = [-0.5, 0.5, 1.5, 2.5, 3.5, 4.5, 5.5, 10.5, 20.5, 50.5, np.inf]
@@ -144,16 +145,6 @@ def _matches_by_size(scores: pd.DataFrame) -> pd.DataFrame:
 # --------------------------------------------------------------------------- plots
 
 
-def _new_figure(ncols: int) -> tuple[Any, Any]:
-    """A figure on an Agg canvas, without pyplot (no global state, no GUI)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(5.2 * ncols, 4.0), layout="constrained")
-    FigureCanvasAgg(fig)
-    return fig, fig.subplots(1, ncols, squeeze=False)[0]
-
-
 def _png(fig: Any) -> bytes:
     """The figure as PNG bytes."""
     buf = io.BytesIO()
@@ -186,7 +177,7 @@ def _certification_plot(by_size: pd.DataFrame) -> bytes | None:
     """Left: share of blocks certified unique; right: share of persons certain."""
     if by_size.empty:
         return None
-    fig, (left, right) = _new_figure(2)
+    fig, (left, right) = agg_figure(2, 5.2, 4.0)
     _bars(left, by_size, [("unique", "full records"), ("unique_binned", "age-bin resolution")],
           "blocks certified unique")
     left.set_ylabel("share of reconstructed blocks")
@@ -203,7 +194,7 @@ def _match_plot(by_size: pd.DataFrame) -> bytes | None:
     """Exact and within-one-year match rates by block size, attack against baseline."""
     if by_size.empty:
         return None
-    fig, (ax,) = _new_figure(1)
+    fig, (ax,) = agg_figure(1, 5.2, 4.0)
     x = np.arange(len(by_size))
     ax.plot(x, by_size["exact"], marker="o", label="reconstruction: exact")
     ax.plot(x, by_size["within_1"], marker="s", label="reconstruction: age within 1")

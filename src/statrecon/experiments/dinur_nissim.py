@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from statrecon.errors import StatreconError
+from statrecon.report.figures import agg_figure
 
 __all__ = [
     "ESTIMATORS",
@@ -697,17 +698,6 @@ def _data(result: Any) -> Mapping[str, Any]:
     return data
 
 
-def _figure(ncols: int = 1) -> tuple[Any, Any]:
-    """A figure drawn with Agg, without pyplot (no global backend, no GUI, thread-safe)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(6.4 * ncols, 4.4), layout="constrained")
-    FigureCanvasAgg(fig)
-    axes = fig.subplots(1, ncols)
-    return fig, axes
-
-
 def _save(fig: Any, path: str | Path) -> Path:
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -721,7 +711,7 @@ def plot_phase_transition(result: PhaseTransitionResult | Mapping[str, Any],
     data = _data(result)
     rows = data["rows"]
     xs = [r["sigma_in_sqrt_n"] for r in rows]
-    fig, ax = _figure()
+    fig, (ax,) = agg_figure(1, 6.4, 4.4)
     for m in data["methods"]:
         ax.plot(xs, [r["accuracy"][m] for r in rows], marker="o", label=m)
     ax.plot(xs, [r["baseline"] for r in rows], linestyle="--", color="grey",
@@ -749,7 +739,7 @@ def plot_subsampling(result: SubsamplingResult | Mapping[str, Any], path: str | 
     data = _data(result)
     rows = data["rows"]
     rates = [r["rate"] for r in rows]
-    fig, (left, right) = _figure(2)
+    fig, (left, right) = agg_figure(2, 6.4, 4.4)
 
     def series(key: str) -> list[float]:
         return [np.nan if r[key] is None else r[key] for r in rows]
@@ -784,7 +774,7 @@ def plot_runtime(result: RuntimeResult | Mapping[str, Any], path: str | Path) ->
     data = _data(result)
     rows = data["rows"]
     ns = [r["n"] for r in rows]
-    fig, ax = _figure()
+    fig, (ax,) = agg_figure(1, 6.4, 4.4)
     for m in data["methods"]:
         ax.plot(ns, [max(r["seconds"][m], 1e-4) for r in rows], marker="o", label=m)
     ax.set_xscale("log")

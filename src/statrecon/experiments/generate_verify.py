@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from statrecon.report.figures import agg_figure
+
 KS = tuple(range(1, 11))
 PAPER_TABLE_2 = {5: 166, 6: 148, 7: 109, 8: 61, 9: 19, 10: 2}  # 486 households, 50 blocks
 PAPER_TABLE_3 = {5: 431, 6: 379, 7: 274, 8: 179, 9: 30, 10: 2}
@@ -94,15 +96,10 @@ def baselines(records: Sequence[dict[str, Any]], level: str, singleton: bool
 
 def plot_figure(records: Sequence[dict[str, Any]], path: Path, singleton: bool) -> None:
     """Figure 2 (singleton claims) or Figure 3 (all claims): counts and two box plots."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     s = summarise(records)
     counts = s.blocks_with_singleton if singleton else s.blocks_with_claim
     what = "singleton claims" if singleton else "claims"
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    fig, axes = agg_figure(3, 5, 4.2, layout=None)
     axes[0].bar(list(counts), list(counts.values()), color="tab:blue")
     axes[0].axhline(s.blocks, color="grey", lw=0.8, ls="--")
     axes[0].set(xlabel="k (columns in the claim)", ylabel=f"blocks (of {s.blocks})",
@@ -120,7 +117,6 @@ def plot_figure(records: Sequence[dict[str, Any]], path: Path, singleton: bool) 
                  f"verified {what}, trivial claims excluded", fontsize=11)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
-    plt.close(fig)
 
 
 def markdown(records: Sequence[dict[str, Any]], command: str = "") -> str:
