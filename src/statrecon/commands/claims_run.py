@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from statrecon.census.geography import state_of, tract_of
+from statrecon.census.geography import BLOCK_GEOID, state_of, tract_of
 from statrecon.commands.progress import work_bar
 from statrecon.errors import StatreconError
 from statrecon.exitcodes import EXIT_UNKNOWN
@@ -84,7 +84,6 @@ def tasks_from_households(units: Any, blocks: list[str] | None, source: str) -> 
 
 
 COUNT = re.compile(r"[0-9]+")
-BLOCK_ID = re.compile(r"[0-9]{15}")
 
 
 def _count(path: Path, line: int, cell: str, value: str | None) -> int:
@@ -126,7 +125,7 @@ def read_tables(path: Path) -> dict[str, np.ndarray]:
                 raise StatreconError(f"{path}: expected the columns block, cell, value")
             for line, row in enumerate(reader, start=2):
                 block, cell = (row["block"] or "").strip(), (row["cell"] or "").strip()
-                if not BLOCK_ID.fullmatch(block):
+                if not BLOCK_GEOID.fullmatch(block):
                     raise StatreconError(f"{path}: line {line}: block id {block[:30]!r} is not "
                                          "15 digits (state 2, county 3, tract 6, block 4)")
                 if cell not in position:
