@@ -16,6 +16,7 @@ Reproductions held here:
 
 from __future__ import annotations
 
+import errno
 import os
 import time
 from pathlib import Path
@@ -46,7 +47,7 @@ from statrecon.commands.audit_stream import parse_line
 from statrecon.commands.claims_run import read_tables
 from statrecon.commands.experiment import experiment_app
 from statrecon.errors import StatreconError
-from statrecon.outputs import atomic_outputs, check_writable
+from statrecon.outputs import atomic_outputs, check_writable, write_atomically
 from statrecon.release.files import load_release
 
 # --------------------------------------------------------------------------- release files
@@ -213,6 +214,21 @@ def test_check_writable_and_atomic_outputs_leave_nothing_behind(tmp_path: Path) 
         tmp_a.write_text("a")
         tmp_b.write_text("b")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.csv", "b.csv"]
+
+
+def test_write_atomically_names_the_file_and_keeps_the_usual_mode(tmp_path: Path) -> None:
+    def full_disk(tmp: Path) -> None:
+        tmp.write_text("half")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with pytest.raises(StatreconError, match=r"out\.txt: cannot write: No space left"):
+        write_atomically(tmp_path / "out.txt", full_disk)
+    assert list(tmp_path.iterdir()) == []  # no half file, no temporary
+    written = write_atomically(tmp_path / "out.txt", lambda tmp: tmp.write_text("whole"))
+    plain = tmp_path / "plain.txt"
+    plain.write_text("whole")  # what open() gives under this umask, not mkstemp's 0600
+    assert written.read_text() == "whole"
+    assert written.stat().st_mode == plain.stat().st_mode
 
 
 # --------------------------------------------------------------------------- claims
