@@ -283,6 +283,14 @@ def test_unwritable_outputs_fail_before_any_work(tmp_path: Path) -> None:
     assert blocker.read_text() == "not a folder"
 
 
+def test_claims_experiment_with_a_broken_run_file(tmp_path: Path, run_cli: CliRunner) -> None:
+    """A run.json that is not JSON (edited by hand, or cut short) was a JSONDecodeError."""
+    (tmp_path / "run.json").write_text("{broken", encoding="utf-8")
+    assert_one_line_error(run_cli("claims", "experiment", "--blocks", "1", "--out", tmp_path,
+                                  "--workers", "1", "--quiet"),
+                          "holds results of a different run", "use another --out")
+
+
 def test_tabulate_checks_its_output_before_reading_anything(tmp_path: Path,
                                                             run_cli: CliRunner) -> None:
     """The output is checked first: a bad --out is named even when the inputs are missing."""

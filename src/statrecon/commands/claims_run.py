@@ -297,6 +297,14 @@ def tabulate(
     Console(stderr=True).print(f"{len(tables)} blocks x {len(cells)} cells -> {out}")
 
 
+def _previous_params(meta: Path) -> object:
+    """The parameters a previous run in the same folder recorded (None if unreadable)."""
+    try:
+        return json.loads(meta.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+
+
 def experiment(
     out: Annotated[Path, typer.Option(help="Directory for figures, tables and results.")],
     blocks: Annotated[int, typer.Option(help="Synthetic blocks to attack.")] = 50,
@@ -329,14 +337,16 @@ def experiment(
               "time_limit": time_limit}
     meta = out / "run.json"
     store = out / "blocks.jsonl"
-    if meta.exists() and json.loads(meta.read_text(encoding="utf-8")) != params:
+    if meta.exists() and _previous_params(meta) != params:
         raise StatreconError(f"{out} holds results of a different run "
-                             f"({meta.read_text(encoding='utf-8').strip()}); use another --out")
-    meta.write_text(json.dumps(params), encoding="utf-8")
+                             f"({meta.read_text(encoding='utf-8').strip()[:200]}); use another "
+                             "--out")
+    write_atomically(meta, lambda tmp: tmp.write_text(json.dumps(params), encoding="utf-8"))
     t0 = time.perf_counter()
     gen = generate_blocks(blocks, seed)
-    write_households_csv(gen.targets, out / "blocks.csv")
-    write_households_csv(gen.population, out / "population.csv")
+    write_atomically(out / "blocks.csv", lambda tmp: write_households_csv(gen.targets, tmp))
+    write_atomically(out / "population.csv",
+                     lambda tmp: write_households_csv(gen.population, tmp))
     tasks = tasks_from_households(gen.targets, None, "generated blocks")
     tract_priors, state_priors = _priors(gen.population)
     shared = Shared(options, tract_priors, state_priors)
@@ -348,7 +358,8 @@ def experiment(
     summary = summarise(records).to_json() | {"wall_s": round(time.perf_counter() - t0, 2),
                                                "workers": n_workers,
                                                "files": [str(p) for p in paths]}
-    (out / "summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
+    text = json.dumps(summary, indent=1)
+    write_atomically(out / "summary.json", lambda tmp: tmp.write_text(text, encoding="utf-8"))
     if as_json:
         json.dump(summary, sys.stdout, indent=1)
         sys.stdout.write("\n")

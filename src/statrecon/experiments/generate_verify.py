@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from statrecon.outputs import write_atomically
 from statrecon.report.figures import agg_figure
 
 KS = tuple(range(1, 11))
@@ -116,7 +117,7 @@ def plot_figure(records: Sequence[dict[str, Any]], path: Path, singleton: bool) 
     fig.suptitle(f"Generate-then-Verify on {s.blocks} blocks ({s.households} housing units): "
                  f"verified {what}, trivial claims excluded", fontsize=11)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    write_atomically(path, lambda tmp: fig.savefig(tmp, dpi=120, format="png"))
 
 
 def markdown(records: Sequence[dict[str, Any]], command: str = "") -> str:
@@ -185,5 +186,6 @@ def write_outputs(records: Sequence[dict[str, Any]], out: Path, command: str = "
     paths = [out / "figure2.png", out / "figure3.png", out / "results.md"]
     plot_figure(records, paths[0], singleton=True)
     plot_figure(records, paths[1], singleton=False)
-    paths[2].write_text(markdown(records, command), encoding="utf-8")
+    text = markdown(records, command)
+    write_atomically(paths[2], lambda tmp: tmp.write_text(text, encoding="utf-8"))
     return paths
