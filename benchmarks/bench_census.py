@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT.parent / "shared" / "data" / "census2010_reconstructed_persons.csv"
+DATA = ROOT / "examples" / "census" / "census2010_reconstructed_persons.csv.gz"
 SCRIPT = [str(Path(sys.executable).parent / "statrecon")]
 BUREAU_PERSONS = 308_745_538
 BUREAU_CORE_SECONDS = 3 * 24 * 3600 * 30 * 96  # about three days on 30 x 96 vCPUs
@@ -45,7 +45,7 @@ def main() -> None:
     ap.add_argument("--dask", action="store_true", help="also run on a local Dask cluster")
     args = ap.parse_args()
     if not args.persons.exists():
-        sys.exit(f"{args.persons}: not found (the bundled data lives in ../shared/data)")
+        sys.exit(f"{args.persons}: not found (the bundled file is {DATA.relative_to(ROOT)})")
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
         tab, t_tab = run("census", "tabulate", "--persons", args.persons, "--out",
