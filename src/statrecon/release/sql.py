@@ -317,11 +317,11 @@ class _Translator:
         if isinstance(node, exp.Boolean):
             return Const(bool(node.this))
         if isinstance(node, exp.And):
-            return And(tuple(self.predicate(a) for a in _chain(node, exp.And)))
+            return _public(node, And(tuple(self.predicate(a) for a in _chain(node, exp.And))))
         if isinstance(node, exp.Or):
-            return Or(tuple(self.predicate(a) for a in _chain(node, exp.Or)))
+            return _public(node, Or(tuple(self.predicate(a) for a in _chain(node, exp.Or))))
         if isinstance(node, exp.Not):
-            return Not(self.predicate(node.this))
+            return _public(node, Not(self.predicate(node.this)))
         if not isinstance(node, (*_COMPARISONS, exp.Between, exp.In)):
             raise SQLError(f"unsupported SQL construct in WHERE: {node.sql()}")
         if not self.unknown_refs(node):
@@ -418,6 +418,15 @@ class _Translator:
             f"{node.sql()}: unsupported on unknown column(s) {names}; functions are allowed "
             "on known columns only, unknown columns take + - and * / by a number"
         )
+
+
+def _public(node: exp.Expression, pred: And | Or | Not) -> Predicate:
+    """A boolean combination whose parts are all public (checked ``KnownBool``s) is one public
+    predicate: DuckDB evaluates it in one pass, not one query per part."""
+    parts = (pred.arg,) if isinstance(pred, Not) else pred.args
+    if all(isinstance(p, KnownBool) for p in parts):
+        return KnownBool(node.sql(dialect="duckdb"))
+    return pred
 
 
 def _chain(node: exp.Expression, kind: type[exp.Expression]) -> list[exp.Expression]:
