@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import CliRunner
 from test_cli import EXAMPLES, assert_user_error, json_of, statrecon
 
 HOSPITAL = EXAMPLES / "hospital.yaml"
@@ -154,3 +155,26 @@ def test_truth_with_a_value_outside_the_domain(tmp_path: Path) -> None:
         "  - {id: a, sql: \"SELECT COUNT(*) FROM t WHERE ill = 'yes' AND id < 3\", value: 1}\n"))
     proc = statrecon("reconstruct", rel, "--public", pub, "--truth", truth)
     assert_user_error(proc, "truth.csv:4", "'maybe'", "ill")
+
+
+def test_a_public_or_is_linear(tmp_path: Path, run_cli: CliRunner) -> None:
+    """A WHERE that ORs conditions on public columns is a public predicate: the linear engine
+    takes it (it was refused as 'inside OR/NOT') and proves record 1 by a - b."""
+    (tmp_path / "p.csv").write_text("id\n1\n2\n3\n4\n5\n", encoding="utf-8")
+    release = tmp_path / "r.yaml"
+    release.write_text("""version: 1
+public: p.csv
+columns:
+  id: {type: integer, known: true}
+  x: {type: integer, min: 0, max: 10}
+statistics:
+  - {id: a, sql: "SELECT SUM(x) FROM t WHERE id = 1 OR id = 5", value: 5}
+  - {id: b, sql: "SELECT SUM(x) FROM t WHERE id = 5", value: 2}
+""", encoding="utf-8")
+    code, out, err = run_cli("reconstruct", release, "--method", "determine", "--json",
+                             "--quiet")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["determined"][0]["index"] == 0 and data["determined"][0]["value"] == 3
+    assert data["determined"][0]["certificate"] == [
+        {"statistic": "a", "coefficient": 1}, {"statistic": "b", "coefficient": -1}]
