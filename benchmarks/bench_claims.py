@@ -29,10 +29,12 @@ import time
 
 import numpy as np
 
-from statrecon.census.household_blocks import generate_blocks
-from statrecon.census.household_release import tabulate_sql
+from statrecon.census.households.synthetic import generate_blocks
+from statrecon.census.households.tabulate import tabulate_sql
 from statrecon.engines import claims as C
-from statrecon.engines.claims_paper import (
+from statrecon.engines.claims import fast as CF
+from statrecon.engines.claims import model as CM
+from statrecon.engines.claims.paper import (
     breaks_claim,
     build_paper_model,
     dataset_rows,
@@ -65,7 +67,7 @@ def main() -> int:
 
     gen = generate_blocks(args.blocks, args.seed)
     tables = tabulate_sql(gen.targets)
-    C.is_trivial(C.Claim((0,), (0,), 1), next(iter(tables.values())))  # warm the caches
+    CF.is_trivial(C.Claim((0,), (0,), 1), next(iter(tables.values())))  # warm the caches
     fast_times: list[float] = []
     paper_times: list[float] = []
     ratios: list[float] = []
@@ -85,18 +87,18 @@ def main() -> int:
     for block in selected[shard::shards]:
         release = C.BlockRelease(block, tables[block])
         m = C.compile_block(release)
-        sols = C.generate_solutions(m, args.k, seed=args.seed, patience=10)
-        claim_sets = [C.solution_claims(m, x) for x in sols]
+        sols = CM.generate_solutions(m, args.k, seed=args.seed, patience=10)
+        claim_sets = [CM.solution_claims(m, x) for x in sols]
         cand = claim_sets[0]
         for s in claim_sets[1:]:
             cand = np.intersect1d(cand, s, assume_unique=True)
-        mult = cand & ((1 << C.MULT_BITS) - 1)
+        mult = cand & ((1 << CM.MULT_BITS) - 1)
 
         t0 = time.perf_counter()
-        members = C.claim_members(m, cand)
-        groups = C._group(members, mult)
+        members = CM.claim_members(m, cand)
+        groups = CF.group_claims(members, mult)
         found: list[np.ndarray] = []
-        gstatus = C.refute(m, groups.members, groups.mult, known=sols, witnesses=found)
+        gstatus = CF.refute(m, groups.members, groups.mult, known=sols, witnesses=found)
         fast = gstatus[groups.of_claim]
         fast_s = time.perf_counter() - t0
         fast_times.append(fast_s)
@@ -112,7 +114,7 @@ def main() -> int:
             rest = rng.choice(np.flatnonzero(fast == 1), args.paper_sample - len(some),
                               replace=False)
             pick = np.sort(np.concatenate([some, rest]))
-        claims = [C.decode_claim(int(c)) for c in cand[pick]]
+        claims = [CM.decode_claim(int(c)) for c in cand[pick]]
         t0 = time.perf_counter()
         paper = verify_paper(release, claims,
                              end=Deadline.after(args.paper_time_limit).end)
@@ -166,8 +168,9 @@ def main() -> int:
     return 1 if mismatches or confirmed_total < refuted_total else 0
 
 
-def confirm_refutations(release: C.BlockRelease, m: C.BlockModel, cand: np.ndarray,
-                        groups: C._Groups, fast: np.ndarray, datasets: list[np.ndarray]) -> int:
+def confirm_refutations(release: C.BlockRelease, m: CM.BlockModel, cand: np.ndarray,
+                        groups: CF.ClaimGroups, fast: np.ndarray,
+                        datasets: list[np.ndarray]) -> int:
     """Refuted candidates whose witness also solves the paper's model of "count != m".
 
     Each refuted claim is shown, with one consistent block that breaks it, to the paper's
@@ -185,7 +188,7 @@ def confirm_refutations(release: C.BlockRelease, m: C.BlockModel, cand: np.ndarr
         g = groups.of_claim[c]
         d = int(np.flatnonzero(counts[g] != groups.mult[g])[0])
         rows = dataset_rows(base, m.types, datasets[d])
-        ok += breaks_claim(base, C.decode_claim(int(cand[c])), rows) == 1
+        ok += breaks_claim(base, CM.decode_claim(int(cand[c])), rows) == 1
     return ok
 
 

@@ -21,8 +21,15 @@ import pyarrow.parquet as pq
 import pytest
 from test_cli import COMMAND, EXAMPLES, ROOT, assert_user_error, json_of, statrecon
 
-from statrecon.census.persons import load_persons
-from statrecon.census.sf1 import CELL_FILE, RACES, SEXES, grid_index, person_cells, select_cells
+from statrecon.census.persons.cells import (
+    CELL_FILE,
+    RACES,
+    SEXES,
+    grid_index,
+    person_cells,
+    select_cells,
+)
+from statrecon.census.persons.microdata import load_persons
 
 SLICE = EXAMPLES / "census" / "persons_3tracts.csv"
 SHARED = ROOT.parent / "shared" / "data"

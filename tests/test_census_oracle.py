@@ -18,7 +18,7 @@ import pandas as pd
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from statrecon.census.sf1 import (
+from statrecon.census.persons.cells import (
     MEDIAN_SCALE,
     RACES,
     SEXES,
@@ -27,8 +27,9 @@ from statrecon.census.sf1 import (
     p13_cells,
     person_cells,
 )
-from statrecon.census.tabulate import tabulate_cells
-from statrecon.engines.census import CellMatrices, TractTables, reconstruct_tract
+from statrecon.census.persons.release import TractTables
+from statrecon.census.persons.tabulate import tabulate_cells
+from statrecon.engines.census import CellMatrices, reconstruct_tract
 
 TRACT = "01001000100"
 BLOCKS = (TRACT + "1000", TRACT + "1001")

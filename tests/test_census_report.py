@@ -19,9 +19,9 @@ import pyarrow.parquet as pq
 import pytest
 from test_cli import EXAMPLES, assert_user_error, statrecon
 
-from statrecon.census.compare import compare
-from statrecon.census.report import write_report
 from statrecon.errors import StatreconError
+from statrecon.experiments.census_match import compare
+from statrecon.report.census import write_report
 
 SLICE = EXAMPLES / "census" / "persons_3tracts.csv"
 IMG = re.compile(r'<img src="data:image/png;base64,([A-Za-z0-9+/=]+)"')

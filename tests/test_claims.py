@@ -13,18 +13,19 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from statrecon.census import households as hh
-from statrecon.census.household_release import tabulate_sql, tabulate_types
+from statrecon.census.households import schema as hh
+from statrecon.census.households import tables as hht
+from statrecon.census.households.tabulate import tabulate_sql, tabulate_types
 from statrecon.engines.claims import (
     N_COLS,
     BlockRelease,
     Claim,
     ClaimsOptions,
-    _contains_some,
     binomial_baseline,
     compile_block,
     verify_block,
 )
+from statrecon.engines.claims.verify import _contains_some
 from statrecon.errors import InconsistentReleaseError
 
 TYPES = hh.unit_types()
@@ -141,7 +142,7 @@ def test_cells_sql_and_chains_agree() -> None:
 
 
 def test_tables_come_from_the_descriptors() -> None:
-    tables = {t.name: t for t in hh.household_tables()}
+    tables = {t.name: t for t in hht.household_tables()}
     assert {"P16", "P16V", "H4O", "H12I", "H13A", "H14", "H15"} <= set(tables)
     assert len(tables["H14"].cells) == 69  # 2010 H18: tenure by type by age of householder
     assert len(tables["P21"].cells) == 19  # 2010 P20 without the ages of the children
@@ -152,7 +153,7 @@ def test_tables_come_from_the_descriptors() -> None:
         "hh_type": frozenset({"married"}), "age": frozenset({"15-24", "25-34"})}
     assert "Owner occupied > Family households > Husband-wife family" in h14["H14_005"].title
     with pytest.raises(ValueError, match="unknown SF1 cell title"):
-        hh.phrase("Householder who owns a boat")
+        hht.phrase("Householder who owns a boat")
 
 
 def test_rules_forbid_and_name() -> None:
@@ -181,7 +182,7 @@ def test_rules_forbid_and_name() -> None:
 def test_inconsistent_tables_name_the_cells() -> None:
     ids = tiny_block(1, 3)
     values = tabulate_types(ids)
-    h13 = [i for i, c in enumerate(hh.table_index().cells) if c.table == "H13"
+    h13 = [i for i, c in enumerate(hht.table_index().cells) if c.table == "H13"
            and c.depth == 2 and values[i] == 0]
     values = values.copy()
     values[h13[0]] = 1  # a householder age nobody in H13's iterations or H14 has
@@ -206,7 +207,7 @@ def test_block_release_agrees_with_the_general_exact_engine(tmp_path) -> None:
     import yaml
     from test_cli import json_of, statrecon
 
-    from statrecon.census.household_release import block_release_document
+    from statrecon.census.households.tabulate import block_release_document
 
     ids = np.array([OCCUPIED[100], OCCUPIED[100]])
     release = BlockRelease("b", tabulate_types(ids))
@@ -229,7 +230,7 @@ def test_block_release_agrees_with_the_general_exact_engine(tmp_path) -> None:
 
 def test_contradiction_only_the_solver_sees_names_a_small_set() -> None:
     values = tabulate_types(tiny_block(2, 3)).copy()
-    values[hh.cell_position("H1_001")] += 1  # one more unit than H3's total counts
+    values[hht.cell_position("H1_001")] += 1  # one more unit than H3's total counts
     with pytest.raises(InconsistentReleaseError) as err:
         verify_block(BlockRelease("b", values), ClaimsOptions(k_solutions=2))
     message = str(err.value)
@@ -252,9 +253,9 @@ def test_lattice_inclusion_matches_brute_force(members: list[list[bool]],
 def test_negative_claims_settled_by_the_lattice_equal_the_oracle(monkeypatch) -> None:
     """Blocks where the claim lattice (not a solve) proves some "at least one" questions:
     the negative claims are still exactly the brute-force oracle's."""
-    from statrecon.engines import claims
+    from statrecon.engines.claims import verify as claims_verify
 
-    real = claims._contains_some
+    real = claims_verify._contains_some
     settled: list[int] = []
 
     def counting(members: np.ndarray, subsets: np.ndarray) -> np.ndarray:
@@ -262,7 +263,7 @@ def test_negative_claims_settled_by_the_lattice_equal_the_oracle(monkeypatch) ->
         settled.append(int(out.sum()))
         return out
 
-    monkeypatch.setattr(claims, "_contains_some", counting)
+    monkeypatch.setattr(claims_verify, "_contains_some", counting)
     for seed in (9, 11):
         settled.clear()
         release = BlockRelease("b", tabulate_types(tiny_block(seed, 3)))

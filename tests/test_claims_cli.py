@@ -9,8 +9,9 @@ from pathlib import Path
 import pandas as pd
 from test_cli import assert_user_error, json_of, statrecon
 
-from statrecon.census import households as hh
-from statrecon.census.household_blocks import encode, write_households_csv
+from statrecon.census.households import schema as hh
+from statrecon.census.households import tables as hht
+from statrecon.census.households.synthetic import encode, write_households_csv
 from statrecon.engines.claims import Claim
 
 OWNER = {"tenure": "owned_free", "vacancy": "occupied", "size": "1",
@@ -43,7 +44,7 @@ def test_verify_json_contract_and_soundness(tmp_path: Path) -> None:
     for block in data["blocks"]:
         assert {"block", "households", "statistics", "status", "claims", "negative_claims",
                 "elapsed_s"} <= set(block)
-        assert block["status"] == "ok" and block["statistics"] == len(hh.table_index().cells)
+        assert block["status"] == "ok" and block["statistics"] == len(hht.table_index().cells)
         units = encode(truth[truth["block"] == block["block"]])
         assert block["households"] == len(units)
         assert block["claims"]

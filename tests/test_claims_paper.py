@@ -10,10 +10,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_claims import consistent_datasets, tiny_block
 
-from statrecon.census import households as hh
-from statrecon.census.household_release import tabulate_types
+from statrecon.census.households import schema as hh
+from statrecon.census.households.tabulate import tabulate_types
 from statrecon.engines import claims as C
-from statrecon.engines.claims_paper import (
+from statrecon.engines.claims import fast as CF
+from statrecon.engines.claims import model as CM
+from statrecon.engines.claims.paper import (
     breaks_claim,
     build_paper_model,
     dataset_rows,
@@ -37,7 +39,7 @@ def sample_claims(ids: np.ndarray, datasets: list[np.ndarray], seed: int) -> lis
     x = np.zeros(len(m.type_ids), dtype=np.int64)
     for t in ids:
         x[np.searchsorted(m.type_ids, t)] += 1
-    claims = [C.decode_claim(int(c)) for c in C.solution_claims(m, x)]
+    claims = [CM.decode_claim(int(c)) for c in CM.solution_claims(m, x)]
     rng = np.random.default_rng(seed)
     half = CLAIMS_PER_BLOCK // 2
     yes: list[C.Claim] = []
@@ -108,11 +110,11 @@ def test_paper_agrees_with_default_formulation() -> None:
         assert fast.status == "ok" and fast.unknown == 0
         verified = {(c.columns, c.values, c.multiplicity) for c in fast.verified}
         m = C.compile_block(release)
-        sols = C.generate_solutions(m, k, seed=seed)
-        cand = C.solution_claims(m, sols[0])
+        sols = CM.generate_solutions(m, k, seed=seed)
+        cand = CM.solution_claims(m, sols[0])
         for x in sols[1:]:
-            cand = np.intersect1d(cand, C.solution_claims(m, x), assume_unique=True)
-        claims = [C.decode_claim(int(c)) for c in cand]
+            cand = np.intersect1d(cand, CM.solution_claims(m, x), assume_unique=True)
+        claims = [CM.decode_claim(int(c)) for c in cand]
         assert len(claims) == fast.candidates
         rng = np.random.default_rng(seed)
         is_ver = np.array([(c.columns, c.values, c.multiplicity) in verified for c in claims])
@@ -154,14 +156,14 @@ def test_refute_hands_out_consistent_witnesses_the_paper_model_accepts() -> None
     x = np.zeros(len(m.type_ids), dtype=np.int64)
     for t in ids:
         x[np.searchsorted(m.type_ids, t)] += 1
-    cand = C.solution_claims(m, x)
-    members = C.claim_members(m, cand)
-    mult = cand & ((1 << C.MULT_BITS) - 1)
+    cand = CM.solution_claims(m, x)
+    members = CM.claim_members(m, cand)
+    mult = cand & ((1 << CM.MULT_BITS) - 1)
     # the true multiplicities (some verified, some not) and one more (all refuted)
     both = np.concatenate([members, members])
     wanted = np.concatenate([mult, mult + 1])
     found: list[np.ndarray] = []
-    status = C.refute(m, both, wanted, witnesses=found)
+    status = CF.refute(m, both, wanted, witnesses=found)
     assert (status[len(mult):] == 0).all() and found
     for w in found:
         assert np.array_equal(m.matrix @ w, release.values)  # consistent
@@ -171,7 +173,7 @@ def test_refute_hands_out_consistent_witnesses_the_paper_model_accepts() -> None
     base = build_paper_model(release)
     for q in np.flatnonzero(status == 0)[:3]:
         d = int(np.flatnonzero(broken[q])[0])
-        claim = C.decode_claim(int(cand[q % len(mult)]))
+        claim = CM.decode_claim(int(cand[q % len(mult)]))
         claim = C.Claim(claim.columns, claim.values, int(wanted[q]))
         assert breaks_claim(base, claim, dataset_rows(base, m.types, found[d])) == 1
 

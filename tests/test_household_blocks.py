@@ -9,8 +9,8 @@ import pandas as pd
 import pandas.testing as pdt
 import pytest
 
-from statrecon.census import household_blocks as hb
-from statrecon.census import households as hh
+from statrecon.census.households import schema as hh
+from statrecon.census.households import synthetic as hb
 from statrecon.errors import StatreconError
 
 COLUMNS = list(hb.OUTPUT_COLUMNS)

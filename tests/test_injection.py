@@ -28,7 +28,7 @@ import yaml
 from conftest import CliRunner
 from test_cli import assert_user_error, json_of, statrecon
 
-from statrecon.census.release import METADATA_KEY
+from statrecon.census.persons.release import METADATA_KEY
 from statrecon.db import check_identifier, hardened, quote_identifier
 from statrecon.errors import StatreconError
 

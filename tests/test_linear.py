@@ -23,7 +23,7 @@ from statrecon.engines.linear import (
     solve_ls,
     solve_sgd,
 )
-from statrecon.engines.linear_model import NotLinear, compile_linear
+from statrecon.engines.linear.model import NotLinear, compile_linear
 from statrecon.errors import StatreconError
 from statrecon.release.files import load_release, parse_release
 from statrecon.release.known import PublicTable, load_public

@@ -42,7 +42,7 @@ from test_claims_cli import BLOCK_A, households
 from test_cli import COMMAND, EXAMPLES, ROOT, assert_user_error, json_of, statrecon
 from typer.testing import CliRunner as TyperRunner
 
-from statrecon.census.household_blocks import MAX_BLOCK_UNITS
+from statrecon.census.households.synthetic import MAX_BLOCK_UNITS
 from statrecon.engines.census import MAX_TRACT_VARIABLES
 from statrecon.engines.exact import ExactOptions, reconstruct_exact
 from statrecon.engines.record_model import DEFAULT_MAX_MODEL_SIZE, model_size

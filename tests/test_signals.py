@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from test_cli import COMMAND, ROOT, json_of, statrecon
 
-from statrecon.census.household_run import Shared, read_records, run_blocks
 from statrecon.engines.claims import ClaimsOptions
+from statrecon.runs.claims import Shared, read_records, run_blocks
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/fd").is_dir(),
                                 reason="watches processes through /proc (Linux)")

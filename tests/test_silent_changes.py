@@ -47,13 +47,13 @@ from test_claims_cli import BLOCK_A, households
 from test_cli import COMMAND, EXAMPLES, ROOT, assert_user_error, json_of, statrecon
 from typer.testing import CliRunner as TyperRunner
 
-from statrecon.census.compare import compare
-from statrecon.census.household_blocks import generate_blocks
-from statrecon.census.household_release import tabulate_sql
+from statrecon.census.households.synthetic import generate_blocks
+from statrecon.census.households.tabulate import tabulate_sql
 from statrecon.commands.claims_run import read_tables
 from statrecon.engines.audit import Domain, StreamAuditor
 from statrecon.engines.claims import BlockRelease, ClaimsOptions, verify_block
 from statrecon.errors import StatreconError
+from statrecon.experiments.census_match import compare
 
 F = Fraction
 

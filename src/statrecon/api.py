@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,7 @@ import numpy as np
 from statrecon.engines.exact import ExactOptions, reconstruct_exact
 from statrecon.engines.linear import METHODS as LINEAR_METHODS
 from statrecon.engines.linear import LinearOptions, LinearResult, reconstruct_linear
+from statrecon.engines.linear.model import compile_linear, linear_reason, secret_column
 from statrecon.errors import StatreconError
 from statrecon.release.files import load_release
 from statrecon.release.known import PublicTable, compile_known, load_public, read_table
@@ -42,8 +44,6 @@ def reconstruct(
         raise StatreconError(f"unknown method '{method}' (choose from {', '.join(METHODS)})")
     table = resolve_public(release, public)
     if method != "exact":
-        from statrecon.engines.linear_model import compile_linear, linear_reason
-
         reason = linear_reason(release, table) if table is not None else "no public table"
         if method == "auto" and reason is None and not _exact_is_stronger(release, table):
             method = "determine"
@@ -54,8 +54,6 @@ def reconstruct(
             per_record = _bounds(bounds, table, release) if bounds else None
             opts = linear or LinearOptions()
             system = compile_linear(release, table, per_record, max_cells=opts.max_cells)
-            from dataclasses import replace
-
             try:
                 return reconstruct_linear(system, replace(opts, method=method))
             except ValueError as e:
@@ -79,8 +77,6 @@ def _exact_is_stronger(release: Release, table: PublicTable | None) -> bool:
     """A discrete secret over few rows: CP-SAT also uses the domain (two 0/1 secrets summing
     to 2 are both 1, which linear algebra alone cannot prove) and enumerates every dataset, so
     ``auto`` prefers it there; real secrets and larger tables go to the linear engine."""
-    from statrecon.engines.linear_model import secret_column
-
     secret = secret_column(release)
     return (table is not None and table.rows <= EXACT_MAX_ROWS and secret.type != "real"
             and not any(isinstance(s.answer, Noisy) for s in release.statistics))

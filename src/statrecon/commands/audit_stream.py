@@ -274,7 +274,7 @@ class _Compiler:
     COUNT of the complement becomes ``group size - answer`` exactly as in ``reconstruct``."""
 
     def __init__(self, release: Release, public: PublicTable) -> None:
-        from statrecon.engines.linear_model import SecretColumn, secret_column
+        from statrecon.engines.linear.model import SecretColumn, secret_column
 
         self.release = release
         self.public = public
@@ -284,7 +284,7 @@ class _Compiler:
 
     def compile(self, entries: list[_Entry]) -> tuple[list[_Compiled], StatreconError | None]:
         """Equations for a prefix of ``entries``; the error of the first bad one, if any."""
-        from statrecon.engines.linear_model import compile_linear
+        from statrecon.engines.linear.model import compile_linear
 
         todo = [e for e in entries if not self._public_only(e.stat)]
         stats = ([self.anchor] if self.anchor else []) + [e.stat for e in todo]
@@ -548,7 +548,7 @@ class _Report:
 def secret_domain(release: Release) -> Domain:
     """The secret column's declared domain as the auditor sees its unknowns: a categorical
     secret's unknown is a 0/1 indicator, an integer column takes whole numbers."""
-    from statrecon.engines.linear_model import secret_column
+    from statrecon.engines.linear.model import secret_column
     from statrecon.release.statistic import fraction_of
 
     col = secret_column(release)

@@ -39,10 +39,10 @@ def tabulate(
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress on stderr.")] = False,
 ) -> None:
     """Compute every SF1 person-table cell for every block and tract (DuckDB, one query)."""
-    from statrecon.census.persons import load_persons
-    from statrecon.census.release import write_release
-    from statrecon.census.sf1 import select_cells
-    from statrecon.census.tabulate import tabulate_cells
+    from statrecon.census.persons.cells import select_cells
+    from statrecon.census.persons.microdata import load_persons
+    from statrecon.census.persons.release import write_release
+    from statrecon.census.persons.tabulate import tabulate_cells
     from statrecon.db import open_connection
 
     cells = select_cells(tables, with_p13=with_p13)
@@ -85,9 +85,9 @@ def reconstruct(
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress on stderr.")] = False,
 ) -> None:
     """Reconstruct every tract (CP-SAT) and certify which blocks are unique."""
-    from statrecon.census.release import read_release
-    from statrecon.census.run import reconstruct_release
+    from statrecon.census.persons.release import read_release
     from statrecon.engines.census import CensusOptions
+    from statrecon.runs.census import reconstruct_release
 
     check_writable(out, "--out")
     rel = read_release(release)
@@ -130,7 +130,7 @@ def _check_model_sizes(rel: Any) -> None:
     Bounds each tract's persons (they are listed one by one in the output) and the size of its
     CP-SAT model, estimated from the published zeros without building it.
     """
-    from statrecon.census.release import MAX_VALUE
+    from statrecon.census.persons.release import MAX_VALUE
     from statrecon.engines.census import MAX_TRACT_VARIABLES, CellMatrices, model_variables
 
     mats = CellMatrices.build(rel.cells)
@@ -153,8 +153,8 @@ def block_release(
     out: Annotated[Path, typer.Option(help="Release file (YAML) to write.")],
 ) -> None:
     """One block's SF1 cells as statrecon statistics (for `statrecon reconstruct`)."""
-    from statrecon.census.release import read_release
-    from statrecon.census.statistics import block_release as block_document
+    from statrecon.census.persons.as_release import block_release as block_document
+    from statrecon.census.persons.release import read_release
 
     check_writable(out, "--out")
     text = dump_yaml(block_document(read_release(release), block), width=1000)
@@ -178,7 +178,7 @@ def compare(
     Only the tracts of the reconstruction are scored; truth blocks elsewhere are counted
     (truth_blocks_left_out), or refused with --strict.
     """
-    from statrecon.census.compare import compare as run
+    from statrecon.experiments.census_match import compare as run
 
     with activity("Comparing…", quiet=quiet):
         result = run(truth, recon, seed=seed, strict=strict)
@@ -210,9 +210,11 @@ def report(
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress on stderr.")] = False,
 ) -> None:
     """An HTML report with plots a data steward can read."""
-    from statrecon.census.report import write_report
+    from statrecon.experiments.census_match import truth_scores
+    from statrecon.report.census import write_report
 
     check_writable(out, "--out")
     with activity("Writing the report…", quiet=quiet):
-        write_report(recon, out, truth=truth)
+        scores = None if truth is None else truth_scores(truth, recon)
+        write_report(recon, out, truth=scores)
     Console(stderr=True).print(f"wrote {out}")

@@ -25,6 +25,7 @@ from rich.table import Table
 
 from statrecon.census.geography import BLOCK_GEOID, state_of, tract_of
 from statrecon.commands.progress import work_bar
+from statrecon.engines.claims.formulations import FORMULATIONS, formulations_help
 from statrecon.errors import StatreconError
 from statrecon.exitcodes import EXIT_UNKNOWN
 from statrecon.outputs import (
@@ -35,14 +36,13 @@ from statrecon.outputs import (
 )
 from statrecon.report import output_console, safe_text
 
-FORMULATIONS = ("fast", "paper")
-
 
 def _options(formulation: str, k: int, time_limit: float | None, negative: bool) -> Any:
     from statrecon.engines.claims import ClaimsOptions
 
     if formulation not in FORMULATIONS:
-        raise StatreconError(f"--formulation {formulation!r}: expected fast or paper")
+        raise StatreconError(f"--formulation {formulation!r}: expected "
+                             f"{' or '.join(FORMULATIONS)}")
     if k < 1:
         raise StatreconError(f"--k {k}: need at least one generated dataset")
     if time_limit is not None and not time_limit > 0:  # NaN too
@@ -53,8 +53,8 @@ def _options(formulation: str, k: int, time_limit: float | None, negative: bool)
 
 def _priors(units: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """Tract and state priors (the baselines' P) from a households table."""
-    from statrecon.census.household_blocks import encode
-    from statrecon.census.household_run import Prior
+    from statrecon.census.households.synthetic import encode
+    from statrecon.runs.claims import Prior
 
     codes = encode(units)
     tracts = {str(t): Prior.of(codes[idx]) for t, idx in units.groupby("tract").indices.items()}
@@ -64,9 +64,9 @@ def _priors(units: Any) -> tuple[dict[str, Any], dict[str, Any]]:
 
 def tasks_from_households(units: Any, blocks: list[str] | None, source: str) -> list[Any]:
     """One task per block: its tables (DuckDB) and its true units (for soundness checks)."""
-    from statrecon.census.household_blocks import encode
-    from statrecon.census.household_release import tabulate_sql
-    from statrecon.census.household_run import BlockTask
+    from statrecon.census.households.synthetic import encode
+    from statrecon.census.households.tabulate import tabulate_sql
+    from statrecon.runs.claims import BlockTask
 
     known = sorted(units["block"].unique())
     if blocks:
@@ -88,7 +88,7 @@ COUNT = re.compile(r"[0-9]+")
 
 def _count(path: Path, line: int, cell: str, value: str | None) -> int:
     """A published count as written: digits only (no sign, fraction, exponent or blanks)."""
-    from statrecon.census.household_blocks import MAX_BLOCK_UNITS
+    from statrecon.census.households.synthetic import MAX_BLOCK_UNITS
 
     text = (value or "").strip()
     if not COUNT.fullmatch(text):
@@ -107,9 +107,9 @@ def read_tables(path: Path) -> dict[str, np.ndarray]:
     Every cell must appear exactly once per block: a second value for the same cell is an
     error (never "the last one wins"), as is a missing one.
     """
-    from statrecon.census import households as hh
+    from statrecon.census.households import tables as hht
 
-    position = {c.cell: i for i, c in enumerate(hh.table_index().cells)}
+    position = {c.cell: i for i, c in enumerate(hht.table_index().cells)}
     out: dict[str, np.ndarray] = {}
     first_line: dict[str, np.ndarray] = {}  # block -> line of each cell (0: not yet seen)
     try:
@@ -152,7 +152,7 @@ def read_tables(path: Path) -> dict[str, np.ndarray]:
     for block, lines in first_line.items():
         mask = lines > 0
         if not mask.all():
-            missing = hh.table_index().cells[int(np.flatnonzero(~mask)[0])].cell
+            missing = hht.table_index().cells[int(np.flatnonzero(~mask)[0])].cell
             raise StatreconError(f"{path}: block {block} lacks {int((~mask).sum())} of the "
                                  f"{len(mask)} cells (for example {missing}); publish zeros too")
     return out
@@ -160,7 +160,7 @@ def read_tables(path: Path) -> dict[str, np.ndarray]:
 
 def run_with_progress(tasks: list[Any], shared: Any, *, workers: int, executor: str | None,
                       store: Path | None, quiet: bool) -> list[dict[str, Any]]:
-    from statrecon.census.household_run import run_blocks
+    from statrecon.runs.claims import run_blocks
 
     err = Console(stderr=True)
     records: list[dict[str, Any]] = []
@@ -222,8 +222,7 @@ def verify(
     population: Annotated[Path | None, typer.Option(help="Units CSV for the tract and state "
                                                     "baselines (default: --households).")
                           ] = None,
-    formulation: Annotated[str, typer.Option(help="fast (default) or paper (the big-M "
-                                             "integer programme of the paper).")] = "fast",
+    formulation: Annotated[str, typer.Option(help=formulations_help())] = "fast",
     k: Annotated[int, typer.Option("--k", help="Consistent datasets to generate candidates "
                                    "from.")] = 100,
     time_limit: Annotated[float | None, typer.Option(help="Seconds per block; a block cut "
@@ -236,8 +235,8 @@ def verify(
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress on stderr.")] = False,
 ) -> None:
     """Prove claims R(a, m) about housing units from the published block tables."""
-    from statrecon.census.household_blocks import read_households
-    from statrecon.census.household_run import BlockTask, Shared
+    from statrecon.census.households.synthetic import read_households
+    from statrecon.runs.claims import BlockTask, Shared
 
     options = _options(formulation, k, time_limit, negative)
     if (households is None) == (tables is None):
@@ -277,13 +276,13 @@ def tabulate(
     out: Annotated[Path, typer.Option(help="Tables CSV to write (block, cell, value).")],
 ) -> None:
     """Publish every block table cell (zeros included) of a households file, as a CSV."""
-    from statrecon.census import households as hh
-    from statrecon.census.household_blocks import read_households
-    from statrecon.census.household_release import tabulate_sql
+    from statrecon.census.households import tables as hht
+    from statrecon.census.households.synthetic import read_households
+    from statrecon.census.households.tabulate import tabulate_sql
 
     check_writable(out, "--out")
     tables = tabulate_sql(read_households(households))
-    cells = hh.table_index().cells
+    cells = hht.table_index().cells
 
     def write(tmp: Path) -> None:
         with tmp.open("w", encoding="utf-8", newline="") as f:
@@ -309,7 +308,7 @@ def experiment(
     out: Annotated[Path, typer.Option(help="Directory for figures, tables and results.")],
     blocks: Annotated[int, typer.Option(help="Synthetic blocks to attack.")] = 50,
     seed: Annotated[int, typer.Option(min=0, help="Seed of the synthetic blocks.")] = 0,
-    formulation: Annotated[str, typer.Option(help="fast (default) or paper.")] = "fast",
+    formulation: Annotated[str, typer.Option(help=formulations_help())] = "fast",
     k: Annotated[int, typer.Option("--k", help="Consistent datasets per block.")] = 100,
     time_limit: Annotated[float | None, typer.Option(help="Seconds per block.")] = None,
     workers: Annotated[int, typer.Option(min=0, help="Blocks solved in parallel; 0 = all "
@@ -324,9 +323,9 @@ def experiment(
     """
     import os
 
-    from statrecon.census.household_blocks import generate_blocks, write_households_csv
-    from statrecon.census.household_run import Shared
+    from statrecon.census.households.synthetic import generate_blocks, write_households_csv
     from statrecon.experiments.generate_verify import summarise, write_outputs
+    from statrecon.runs.claims import Shared
 
     options = _options(formulation, k, time_limit, True)
     if blocks < 1:
@@ -388,8 +387,8 @@ def block_release(
     out: Annotated[Path, typer.Option(help="Release file to write (YAML).")],
 ) -> None:
     """One block's tables as a statrecon release file, for `statrecon reconstruct`."""
-    from statrecon.census.household_blocks import read_households
-    from statrecon.census.household_release import block_release_document
+    from statrecon.census.households.synthetic import read_households
+    from statrecon.census.households.tabulate import block_release_document
 
     check_writable(out, "--out")
     tasks = tasks_from_households(read_households(households), [block], str(households))

@@ -26,15 +26,18 @@ import numpy as np
 import scipy.sparse as sp
 from ortools.sat.python import cp_model
 
-from statrecon.census.sf1 import (
+from statrecon.census.persons.cells import (
     GRID_SIZE,
     MAX_AGE,
+    MEDIAN_SCALE,
     N_AGES,
     N_RACES,
     Sf1Cell,
     attribute_grid,
     mask_matrix,
 )
+from statrecon.census.persons.identities import group_sizes
+from statrecon.census.persons.release import TractTables
 from statrecon.engines.cpsat import Deadline, found, new_solver
 
 
@@ -65,8 +68,6 @@ class CellMatrices:
         age_bin = np.zeros(N_AGES, dtype=np.int64)
         for a in starts:
             age_bin[a:] = a
-        from statrecon.census.checks import group_sizes
-
         mb = matrix(block)
         is_count = np.array([not c.is_median for c in block], dtype=bool)
         columns = mb[np.flatnonzero(is_count)].T.tocsr()
@@ -83,21 +84,6 @@ class CellMatrices:
         g = attribute_grid()
         age = g.age[grid_index]
         return grid_index + (self.age_bin[age] - age) * (2 * N_RACES)
-
-
-@dataclass(frozen=True)
-class TractTables:
-    """What was published for one tract: its blocks' cells and its own cells."""
-
-    tract: str
-    blocks: tuple[str, ...]
-    block_values: np.ndarray  # blocks x block cells
-    tract_values: np.ndarray  # tract cells
-
-    @property
-    def persons(self) -> int:
-        """Population, if the first block cell is the total (as in every SF1 release)."""
-        return int(self.block_values[:, 0].sum()) if self.block_values.size else 0
 
 
 @dataclass(frozen=True)
@@ -304,8 +290,6 @@ def compile_tract(tables: TractTables, mats: CellMatrices) -> _Model:
 def _compile_medians(m: _Model, tables: TractTables, mats: CellMatrices,
                      starts: np.ndarray) -> None:
     """P13: one MedianSpec per block and published median whose group is not empty."""
-    from statrecon.census.sf1 import MEDIAN_SCALE
-
     ages = attribute_grid().age
     vb = tables.block_values
     for k, parts in mats.group_sizes.items():

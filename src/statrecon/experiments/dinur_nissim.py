@@ -633,7 +633,7 @@ def diffix_attack(n_ids: int = 200, primes: Sequence[int] | None = None,
     """
     from statrecon import querygen
     from statrecon.engines.linear import LinearOptions, reconstruct_linear
-    from statrecon.engines.linear_model import compile_linear
+    from statrecon.engines.linear.model import compile_linear
     from statrecon.mechanisms import DiffixLike, count_conditions
     from statrecon.release.files import parse_release
     from statrecon.release.known import PublicTable

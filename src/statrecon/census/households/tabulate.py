@@ -10,14 +10,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from statrecon.census import households as hh
+from statrecon.census.households import schema as hh
+from statrecon.census.households import tables as hht
+from statrecon.db import hardened
 
 
 def tabulate_sql(units: pd.DataFrame) -> dict[str, np.ndarray]:
     """Every published cell for every block, by DuckDB (one query, zeros included)."""
-    from statrecon.db import hardened
-
-    cells = hh.table_index().cells
+    cells = hht.table_index().cells
     con = hardened({"units_df": units[["block", *hh.COLUMN_NAMES]]})
     con.execute(f"CREATE TABLE {hh.TABLE} AS SELECT * FROM units_df")
     sums = ", ".join(f"SUM(CASE WHEN {c.sql()} THEN 1 ELSE 0 END)::BIGINT AS c{i}"
@@ -30,7 +30,7 @@ def tabulate_sql(units: pd.DataFrame) -> dict[str, np.ndarray]:
 
 def tabulate_types(type_ids: np.ndarray, counts: np.ndarray | None = None) -> np.ndarray:
     """One block's cells from unit type indices (with multiplicities), through the chains."""
-    index = hh.table_index()
+    index = hht.table_index()
     type_ids = np.asarray(type_ids, dtype=np.int64)
     weights = np.ones(len(type_ids), dtype=np.int64) if counts is None else np.asarray(counts)
     values = np.zeros(len(index.cells), dtype=np.int64)
@@ -61,7 +61,7 @@ def block_release_document(block: str, values: np.ndarray) -> dict[str, object]:
     becomes ``NOT (...)``, background knowledge every row obeys. The general exact engine
     (`statrecon reconstruct`) can then enumerate a small block's datasets.
     """
-    cells = hh.table_index().cells
+    cells = hht.table_index().cells
     columns = {c.name: {"type": "categorical",
                         "values": list(c.values) + ([hh.NA] if c.name != "vacancy" else [])}
                for c in hh.COLUMNS}
@@ -73,5 +73,5 @@ def block_release_document(block: str, values: np.ndarray) -> dict[str, object]:
     return {"version": 1, "name": f"sf1-households-{block}",
             "description": f"SF1 household block tables of block {block} "
                            "(the paper's tables, built from the 2010 cell descriptors).",
-            "table": hh.TABLE, "records": int(values[hh.cell_position("H1_001")]),
+            "table": hh.TABLE, "records": int(values[hht.cell_position("H1_001")]),
             "columns": columns, "constraints": constraints, "statistics": statistics}

@@ -14,15 +14,16 @@ import html
 import io
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from statrecon.census.store import read_recon
 from statrecon.outputs import write_atomically
 from statrecon.report.figures import agg_figure
+from statrecon.runs.stores import read_recon
 
 NUMERIC = re.compile(r"[-+]?[\d.,]+( %)?|–")
 SIZE_EDGES = [-0.5, 0.5, 1.5, 2.5, 3.5, 4.5, 5.5, 10.5, 20.5, 50.5, np.inf]
@@ -323,12 +324,18 @@ PAIRS = [("exact match rate", "exact_match_rate", "baseline_exact_match_rate"),
          ("age within 1 year", "age_within_1_rate", "baseline_age_within_1_rate")]
 
 
-def _truth_section(recon: Path, truth: Path, seed: int) -> str:
-    """Match rates against the true persons, next to the random baseline."""
-    from statrecon.census.compare import block_scores, compare
+@dataclass(frozen=True)
+class TruthScores:
+    """A reconstruction scored against the true persons (``experiments.census_match``)."""
 
-    summary = compare(truth, recon, seed=seed)
-    scores, _ = block_scores(truth, recon, seed=seed)
+    truth_name: str  # the true persons file's name, shown on the page
+    summary: dict[str, Any]  # ``census_match.compare``: rates beside the baseline
+    scores: pd.DataFrame  # ``census_match.block_scores``: one row per true block
+
+
+def _truth_section(truth: TruthScores) -> str:
+    """Match rates against the true persons, next to the random baseline."""
+    summary, scores = truth.summary, truth.scores
     pairs = _table(["measure", "reconstruction", "baseline (random draw from tract)"],
                    [(label, _rate(summary[a]), _rate(summary[b])) for label, a, b in PAIRS])
     paired = {k for _, a, b in PAIRS for k in (a, b)}
@@ -340,7 +347,7 @@ def _truth_section(recon: Path, truth: Path, seed: int) -> str:
     caption = ("Share of true persons matched by a reconstructed person of the same block, by "
                "block population; grey: the baseline, which draws every person at random "
                "from its tract's own distribution.")
-    return (f"<h2>Against the true persons ({_e(truth.name)})</h2>"
+    return (f"<h2>Against the true persons ({_e(truth.truth_name)})</h2>"
             f"<p>{_num(summary['persons'])} true persons in {_num(summary['blocks'])} blocks. "
             f"Exact match: same sex, single-year age, race combination and Hispanic origin."
             f"</p>" + pairs + others
@@ -365,12 +372,12 @@ def _tract_section(blocks: pd.DataFrame, meta: dict[str, Any]) -> str:
     return "<h2>Tracts</h2>" + _table(headers, rows)
 
 
-def _page(recon: Path, truth: Path | None, seed: int) -> str:
+def _page(recon: Path, truth: TruthScores | None) -> str:
     """The whole HTML document."""
     blocks, meta = _blocks(recon)
     parts = [_intro(recon, meta), _headline(blocks, meta), _certification_section(blocks)]
     if truth is not None:
-        parts.append(_truth_section(recon, truth, seed))
+        parts.append(_truth_section(truth))
     parts.append(_tract_section(blocks, meta))
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>{_e('Census reconstruction report: ' + recon.name)}</title>"
@@ -378,12 +385,12 @@ def _page(recon: Path, truth: Path | None, seed: int) -> str:
             + "\n</body></html>\n")
 
 
-def write_report(recon: Path, out: Path, *, truth: Path | None = None, seed: int = 0) -> None:
+def write_report(recon: Path, out: Path, *, truth: TruthScores | None = None) -> None:
     """Write the HTML report on reconstruction ``recon`` to ``out`` (see module docstring).
 
-    With ``truth`` (the true persons file) it adds match rates against a random baseline drawn
-    with ``seed``. Raises StatreconError for a file that is not a reconstruction or an ``out``
-    that cannot be written.
+    With ``truth`` (``census_match.truth_scores``) it adds match rates against the random
+    baseline. Raises StatreconError for a file that is not a reconstruction or an ``out`` that
+    cannot be written.
     """
-    page = _page(recon, truth, seed)
+    page = _page(recon, truth)
     write_atomically(out, lambda tmp: tmp.write_text(page, encoding="utf-8"))

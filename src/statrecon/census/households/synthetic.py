@@ -69,7 +69,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from statrecon.census import households as hh
 from statrecon.census.geography import (
     BLOCK_GEOID,
     GEOID_LENGTH,
@@ -78,6 +77,7 @@ from statrecon.census.geography import (
     state_of,
     tract_of,
 )
+from statrecon.census.households import schema as hh
 from statrecon.errors import StatreconError
 
 GEO_COLUMNS = ("block", "tract", "state")

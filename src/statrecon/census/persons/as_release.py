@@ -13,8 +13,9 @@ import itertools
 from typing import Any
 
 from statrecon.census.geography import tract_of
-from statrecon.census.release import CensusRelease
-from statrecon.census.sf1 import MAX_AGE, MEDIAN_SCALE, RACES, Sf1Cell
+from statrecon.census.persons.cells import MAX_AGE, MEDIAN_SCALE, RACES, Sf1Cell
+from statrecon.census.persons.identities import group_sizes
+from statrecon.census.persons.release import CensusRelease
 from statrecon.errors import StatreconError
 from statrecon.outputs import dump_yaml
 
@@ -55,8 +56,6 @@ def block_release(release: CensusRelease, block: str) -> dict[str, Any]:
     if alone and tract in release.tracts:
         t = release.tracts.index(tract)
         cells += list(zip(release.tract_cells, release.tract_values[t].tolist(), strict=True))
-    from statrecon.census.checks import group_sizes
-
     sizes = group_sizes(release.cells)
     statistics: list[dict[str, Any]] = []
     for i, (cell, value) in enumerate(cells):

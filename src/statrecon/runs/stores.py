@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from statrecon.census.sf1 import RACES, SEXES, attribute_grid
+from statrecon.census.persons.cells import RACES, SEXES, attribute_grid
 from statrecon.engines.census import TractResult
 from statrecon.errors import StatreconError
 from statrecon.outputs import write_atomically

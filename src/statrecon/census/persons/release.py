@@ -18,9 +18,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from statrecon.census.geography import GEOID_LENGTH, TRACT_LENGTH, tract_of
-from statrecon.census.sf1 import LEVELS, MAX_AGE, RACES, SEXES, Sf1Cell, definitions_digest
+from statrecon.census.persons.cells import (
+    LEVELS,
+    MAX_AGE,
+    RACES,
+    SEXES,
+    Sf1Cell,
+    definitions_digest,
+)
+from statrecon.census.persons.identities import check_identities
 from statrecon.db import hardened
-from statrecon.engines.census import TractTables
 from statrecon.errors import StatreconError
 from statrecon.outputs import write_atomically
 
@@ -98,6 +105,21 @@ def _cells_from_meta(meta: object) -> tuple[Sf1Cell, ...]:
 
 
 @dataclass(frozen=True)
+class TractTables:
+    """What was published for one tract: its blocks' cells and its own cells."""
+
+    tract: str
+    blocks: tuple[str, ...]
+    block_values: np.ndarray  # blocks x block cells
+    tract_values: np.ndarray  # tract cells
+
+    @property
+    def persons(self) -> int:
+        """Population, if the first block cell is the total (as in every SF1 release)."""
+        return int(self.block_values[:, 0].sum()) if self.block_values.size else 0
+
+
+@dataclass(frozen=True)
 class CensusRelease:
     """A validated release: cell definitions and the value matrices per level."""
 
@@ -171,8 +193,6 @@ def read_release(path: Path) -> CensusRelease:
     h = definitions_digest(cells) + ":" + _hash_values(block_values, tract_values, blocks)
     release = CensusRelease(path, cells, str(meta.get("tables", "")), h, blocks, tracts,
                             block_values, tract_values)
-    from statrecon.census.checks import check_identities
-
     check_identities(release)
     return release
 

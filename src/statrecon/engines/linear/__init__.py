@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from statrecon.engines.linear_model import LinearSystem
+from statrecon.engines.linear.model import LinearSystem
 
 Matrix = Any  # numpy array or scipy.sparse matrix
 CENTRE_MAX_RECORDS = 300  # above this, bounded ls returns the (interior) trust-region optimum

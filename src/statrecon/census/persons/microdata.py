@@ -13,7 +13,7 @@ from pathlib import Path
 import duckdb
 
 from statrecon.census.geography import GEOID_LENGTH, TRACT_LENGTH
-from statrecon.census.sf1 import MAX_AGE, RACES
+from statrecon.census.persons.cells import MAX_AGE, RACES
 from statrecon.db import lock
 from statrecon.errors import StatreconError
 

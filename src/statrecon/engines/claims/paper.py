@@ -55,8 +55,10 @@ from dataclasses import dataclass
 import numpy as np
 from ortools.sat.python import cp_model
 
-from statrecon.census import households as hh
-from statrecon.engines.claims import BlockRelease, Claim
+from statrecon.census.households import schema as hh
+from statrecon.census.households import tables as hht
+from statrecon.census.households.schema import Claim
+from statrecon.census.households.tables import BlockRelease
 from statrecon.engines.cpsat import Deadline, found, new_solver, refutation
 from statrecon.errors import InconsistentReleaseError
 
@@ -113,7 +115,7 @@ class PaperModel:
 
 def build_paper_model(release: BlockRelease, seed: int = 0) -> PaperModel:
     """Problem 1 of the paper: a one-hot dataset X with Q(X) = the published values."""
-    cells = hh.table_index().cells
+    cells = hht.table_index().cells
     values = np.asarray(release.values, dtype=np.int64)
     if len(values) != len(cells):
         raise ValueError(f"block {release.block}: {len(values)} values for {len(cells)} cells")

@@ -17,12 +17,12 @@ import numpy as np
 import scipy.sparse as sp
 
 from statrecon.census.geography import tract_of
-from statrecon.census.sf1 import mask_matrix
+from statrecon.census.persons.cells import mask_matrix
 from statrecon.errors import InconsistentReleaseError
 
 if TYPE_CHECKING:
-    from statrecon.census.release import CensusRelease
-    from statrecon.census.sf1 import Sf1Cell
+    from statrecon.census.persons.cells import Sf1Cell
+    from statrecon.census.persons.release import CensusRelease
 
 MAX_REPORTED = 5
 

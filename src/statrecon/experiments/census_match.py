@@ -16,11 +16,12 @@ import numpy as np
 import pandas as pd
 
 from statrecon.census.geography import TRACT_LENGTH
-from statrecon.census.persons import load_persons
-from statrecon.census.sf1 import RACES
-from statrecon.census.store import read_recon
+from statrecon.census.persons.cells import RACES
+from statrecon.census.persons.microdata import load_persons
 from statrecon.db import open_connection
 from statrecon.errors import StatreconError
+from statrecon.report.census import TruthScores
+from statrecon.runs.stores import read_recon
 
 KEY = ["sex", "age", "race", "hispanic"]
 
@@ -214,3 +215,9 @@ def compare(truth_path: Path, recon_path: Path, *, seed: int = 0, strict: bool =
         "truth_persons_left_out": info["truth_persons_left_out"],
         "seed": seed,
     }
+
+
+def truth_scores(truth_path: Path, recon_path: Path, *, seed: int = 0) -> TruthScores:
+    """What the HTML report shows about the true persons: the summary and per-block scores."""
+    return TruthScores(truth_path.name, compare(truth_path, recon_path, seed=seed),
+                       block_scores(truth_path, recon_path, seed=seed)[0])

@@ -17,7 +17,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from statrecon.census import households as hh
+from statrecon.census.households import schema as hh
 from statrecon.engines.claims import (
     BlockClaims,
     BlockRelease,
@@ -26,7 +26,7 @@ from statrecon.engines.claims import (
     binomial_baseline,
     verify_block,
 )
-from statrecon.parallel import run_units
+from statrecon.runs.parallel import run_units
 
 
 @dataclass(frozen=True)

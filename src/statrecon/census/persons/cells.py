@@ -24,6 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from statrecon.census.descriptors import descriptors
+from statrecon.errors import StatreconError
 
 RACES = ("white", "black", "aian", "asian", "nhopi", "sor")
 SEXES = ("male", "female")
@@ -200,8 +201,6 @@ def p13_cells() -> tuple[Sf1Cell, ...]:
 def select_cells(tables: str = "sf1-persons", *, with_p13: bool = False
                  ) -> tuple[Sf1Cell, ...]:
     """Cells of a named table set, or of a comma-separated list of table names."""
-    from statrecon.errors import StatreconError
-
     cells = person_cells()
     extra = p13_cells() if with_p13 else ()
     if tables in TABLE_SETS:

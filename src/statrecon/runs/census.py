@@ -13,11 +13,11 @@ from typing import Any
 
 import pyarrow as pa
 
-from statrecon.census.release import CensusRelease
-from statrecon.census.sf1 import Sf1Cell, definitions_digest
-from statrecon.census.store import ReconStore, tract_table
-from statrecon.engines.census import CellMatrices, CensusOptions, TractTables, reconstruct_tract
-from statrecon.parallel import run_units
+from statrecon.census.persons.cells import Sf1Cell, definitions_digest
+from statrecon.census.persons.release import CensusRelease, TractTables
+from statrecon.engines.census import CellMatrices, CensusOptions, reconstruct_tract
+from statrecon.runs.parallel import run_units
+from statrecon.runs.stores import ReconStore, tract_table
 
 _MATRICES: dict[str, CellMatrices] = {}
 DELAY_VARIABLE = "STATRECON_TRACT_DELAY_S"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import duckdb
 import pyarrow as pa
 
-from statrecon.census.sf1 import MEDIAN_SCALE, RACES, Sf1Cell
+from statrecon.census.persons.cells import MEDIAN_SCALE, RACES, Sf1Cell
 
 
 def _cells_table(cells: tuple[Sf1Cell, ...]) -> pa.Table:

@@ -1,0 +1,1 @@
+"""SF1 person tables: cells, microdata, tabulation, the release file, identities between cells."""

@@ -1,0 +1,1 @@
+"""Orchestration over many units: parallel pools, resumable stores, census and claims runs."""
