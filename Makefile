@@ -37,6 +37,7 @@ bench: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -85,3 +85,18 @@ def test_a_function_local_import_says_why() -> None:
             if not any(line.strip().startswith("# lazy:") for line in above):
                 unexplained.append(f"{rel}:{lineno}: {text}")
     assert unexplained == []
+
+
+def test_the_result_and_option_types_are_exported_from_the_top() -> None:
+    import statrecon
+    from statrecon.engines.census import TractResult
+    from statrecon.engines.claims.model import ClaimsOptions
+    from statrecon.engines.linear import LinearOptions, LinearResult
+
+    assert {"reconstruct", "ExactOptions", "LinearOptions", "LinearResult", "CensusOptions",
+            "TractResult", "ClaimsOptions", "BlockClaims", "ReconstructionResult"
+            } <= set(statrecon.__all__)
+    assert (statrecon.LinearOptions, statrecon.LinearResult, statrecon.TractResult,
+            statrecon.ClaimsOptions) == (LinearOptions, LinearResult, TractResult, ClaimsOptions)
+    for name in statrecon.__all__:
+        assert getattr(statrecon, name) is not None

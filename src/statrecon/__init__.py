@@ -10,7 +10,10 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from statrecon.api import reconstruct
+    from statrecon.engines.census import BlockResult, CensusOptions, TractResult
+    from statrecon.engines.claims.model import BlockClaims, ClaimsOptions
     from statrecon.engines.exact import ExactOptions
+    from statrecon.engines.linear import LinearOptions, LinearResult
     from statrecon.errors import ReleaseError, StatreconError
     from statrecon.release import load_release, parse_release
     from statrecon.result import CertainRow, ReconstructionResult
@@ -18,6 +21,13 @@ if TYPE_CHECKING:
 _WHERE = {
     "reconstruct": "statrecon.api",
     "ExactOptions": "statrecon.engines.exact",
+    "LinearOptions": "statrecon.engines.linear",
+    "LinearResult": "statrecon.engines.linear",
+    "CensusOptions": "statrecon.engines.census",
+    "TractResult": "statrecon.engines.census",
+    "BlockResult": "statrecon.engines.census",
+    "ClaimsOptions": "statrecon.engines.claims.model",
+    "BlockClaims": "statrecon.engines.claims.model",
     "ReleaseError": "statrecon.errors",
     "StatreconError": "statrecon.errors",
     "load_release": "statrecon.release",
@@ -26,8 +36,9 @@ _WHERE = {
     "ReconstructionResult": "statrecon.result",
 }
 __all__ = [
-    "CertainRow", "ExactOptions", "ReconstructionResult", "ReleaseError", "StatreconError",
-    "load_release", "parse_release", "reconstruct",
+    "BlockClaims", "BlockResult", "CensusOptions", "CertainRow", "ClaimsOptions", "ExactOptions",
+    "LinearOptions", "LinearResult", "ReconstructionResult", "ReleaseError", "StatreconError",
+    "TractResult", "load_release", "parse_release", "reconstruct",
 ]
 __version__ = "0.1.0"
 

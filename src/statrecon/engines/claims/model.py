@@ -8,6 +8,7 @@ options and per-block result live here too.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 import scipy.sparse as sp
@@ -40,6 +41,9 @@ class ClaimsOptions:
     workers: int = 1  # CP-SAT search workers per solve
 
 
+BlockStatus = Literal["ok", "unknown"]  # "unknown": a time limit cut the block short
+
+
 @dataclass
 class BlockClaims:
     """Everything proven about one block; ``status`` is "unknown" when a limit cut it short."""
@@ -47,7 +51,7 @@ class BlockClaims:
     block: str
     units: int
     statistics: int
-    status: str
+    status: BlockStatus
     verified: list[Claim]
     trivial: list[bool]
     negative: list[Claim]  # assignment with multiplicity = the smallest value proven possible
