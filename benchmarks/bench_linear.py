@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from statrecon.engines.linear import (
-    determine,
+from statrecon.engines.linear import determine
+from statrecon.engines.linear.solvers import (
     solve_kaczmarz,
     solve_lp_l1,
     solve_lp_linf,
@@ -59,7 +59,7 @@ def lp_ipm(F: np.ndarray, a: np.ndarray, kind: str) -> np.ndarray:
     """The LP of ``solve_lp_l1`` / ``solve_lp_linf`` (same variables and rows), solved by
     HiGHS's interior point method through ``scipy.optimize.linprog(method="highs-ipm")``.
 
-    A what-if for ``linear._highs``: ``milp`` offers no choice of LP algorithm and HiGHS picks
+    A what-if for ``solvers._highs``: ``milp`` offers no choice of LP algorithm and HiGHS picks
     simplex on its own, which is slow on these dense systems.
     """
     import scipy.sparse as sp

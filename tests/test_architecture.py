@@ -58,15 +58,20 @@ def test_no_import_circles() -> None:
     assert circles == []
 
 
+def _imports_the_package(node: ast.AST) -> bool:
+    if isinstance(node, ast.ImportFrom):
+        return (node.module or "").startswith("statrecon")
+    return isinstance(node, ast.Import) and any(a.name.startswith("statrecon")
+                                                for a in node.names)
+
+
 def _local_imports(path: Path) -> list[tuple[int, str]]:
     tree = ast.parse(path.read_text(encoding="utf-8"))
     found = []
     for fn in ast.walk(tree):
         if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
             for node in ast.walk(fn):
-                if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
-                        "statrecon") or isinstance(node, ast.Import) and any(
-                        a.name.startswith("statrecon") for a in node.names):
+                if _imports_the_package(node):
                     found.append((node.lineno, ast.unparse(node)))
     return found
 

@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import statrecon
-from statrecon.engines.linear import (
-    LinearResult,
-    determine,
+from statrecon.engines.linear import LinearResult, SolverIncomplete, determine
+from statrecon.engines.linear.model import NotLinear, compile_linear
+from statrecon.engines.linear.solvers import (
     solve_ip,
     solve_kaczmarz,
     solve_lp_l1,
@@ -23,7 +23,6 @@ from statrecon.engines.linear import (
     solve_ls,
     solve_sgd,
 )
-from statrecon.engines.linear.model import NotLinear, compile_linear
 from statrecon.errors import StatreconError
 from statrecon.release.files import load_release, parse_release
 from statrecon.release.known import PublicTable, load_public
@@ -323,8 +322,6 @@ def test_secret_condition_inside_or_is_not_linear() -> None:
 @pytest.mark.parametrize("solver", [solve_lp_l1, solve_lp_linf])
 def test_lp_without_an_optimum_raises_instead_of_guessing(solver) -> None:  # type: ignore[no-untyped-def]
     """HiGHS's real status decides: an empty box has no optimum, and no x comes back."""
-    from statrecon.engines.linear import SolverIncomplete
-
     F = np.array([[1.0, 1.0], [0.0, 1.0]])
     with pytest.raises(SolverIncomplete, match="infeasible"):
         solver(F, np.array([1.0, 0.5]), np.array([0.0, 2.0]), np.array([1.0, 1.0]))

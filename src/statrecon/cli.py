@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from typer.exceptions import Abort, Exit, TyperException
 
+from statrecon.engines.linear.estimators import estimators_help
 from statrecon.errors import InconsistentReleaseError, StatreconError
 from statrecon.exitcodes import (
     EXIT_INFEASIBLE,
@@ -55,8 +56,8 @@ def reconstruct(
     public: Annotated[Path | None, typer.Option(
         help="Public table (CSV/Parquet) with the release's known columns.")] = None,
     method: Annotated[str, typer.Option(
-        help="auto (linear releases -> determine, else exact), exact, determine, ls, lp-l1, "
-             "lp-linf, ip, kaczmarz, sgd.")] = "auto",
+        help="auto (linear releases -> determine, else exact), exact, determine, or one of "
+             f"the estimators ({estimators_help()}).")] = "auto",
     bounds: Annotated[str | None, typer.Option(
         help="Linear engine: per-record bounds 'lower,upper', numbers or public-table "
              "columns.")] = None,

@@ -20,6 +20,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from statrecon.commands.progress import activity, step_bar
+from statrecon.engines.linear.estimators import ESTIMATORS
 from statrecon.errors import StatreconError
 from statrecon.outputs import check_writable_folder, write_atomically
 from statrecon.report import output_console
@@ -131,7 +132,7 @@ def dinur_nissim(
         help="Gaussian noise levels σ in units of √n, comma separated.")]
         = "0,0.05,0.1,0.25,0.5,1,2,4",
     methods: Annotated[str, typer.Option(
-        help="Attacks, comma separated: ls, lp-l1, lp-linf, ip, kaczmarz, sgd.")]
+        help=f"Attacks, comma separated: {', '.join(ESTIMATORS)}.")]
         = "ls,lp-l1,lp-linf",
     seed: Annotated[int, typer.Option(min=0, help="Seed of secrets, queries and noise.")] = 0,
     trials: Annotated[int, typer.Option(help="Independent instances averaged.")] = 1,

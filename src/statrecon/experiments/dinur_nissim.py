@@ -26,7 +26,16 @@ from typing import Any
 
 import numpy as np
 
+from statrecon import querygen
+from statrecon.engines.linear import LinearOptions, reconstruct_linear
+from statrecon.engines.linear.estimators import ESTIMATORS as LINEAR_ESTIMATORS
+from statrecon.engines.linear.model import compile_linear
+from statrecon.engines.linear.problem import Problem
 from statrecon.errors import StatreconError
+from statrecon.mechanisms import DiffixLike, Gaussian, Subsampling, count_conditions
+from statrecon.outputs import dump_yaml
+from statrecon.release.files import parse_release
+from statrecon.release.known import PublicTable
 from statrecon.report.figures import agg_figure
 
 __all__ = [
@@ -49,7 +58,12 @@ __all__ = [
     "subsampling_defence",
 ]
 
-ESTIMATORS = ("ls", "lp-l1", "lp-linf", "ip", "kaczmarz", "sgd")
+ESTIMATORS = tuple(LINEAR_ESTIMATORS)  # the linear engine's registry: ls, lp-l1, lp-linf, ...
+# The lecture's settings, not the engine's (see _estimate): seconds when no limit is given
+# (LPs run to their end; integer decoding could run for hours) and passes of the iterative
+# methods (kaczmarz 20, sgd ten times as many: its own default of 200)
+_DEFAULT_TIME_LIMITS = {"ip": 60.0}
+_EPOCHS = 20.0
 EXHAUSTIVE_MAX_N = 16
 _MAX_PRIME = 10**9  # trial division up to its square root: milliseconds
 MAX_MATRIX_ENTRIES = 10**8  # queries × records of one instance (dense: 800 MB of float64)
@@ -137,28 +151,20 @@ def _baseline(s: np.ndarray) -> float:
 
 def _estimate(method: str, F: Any, a: np.ndarray, rng: np.random.Generator,
               time_limit: float | None) -> np.ndarray:
-    """One estimator of the secret bits in [0, 1]; a real vector, rounded by the caller."""
-    from statrecon.engines import linear
+    """One estimator of the secret bits in [0, 1]; a real vector, rounded by the caller.
 
+    The classic attack, as in the lecture: every statistic weighs the same, and least squares
+    is unconstrained (the box [0, 1] is the domain, not background knowledge). An LP that stops
+    short raises :class:`~statrecon.engines.linear.problem.SolverIncomplete`; integer decoding
+    without an integer point gives clipped least squares."""
+    if method not in ESTIMATORS:
+        raise ExperimentError(f"unknown method {method!r} (choose from "
+                              f"{', '.join(ESTIMATORS)})")
     n = F.shape[1]
-    lo, hi = np.zeros(n), np.ones(n)
-    if method == "ls":  # the classic unconstrained least squares, as in the lecture
-        return linear.solve_ls(F, a)
-    if method == "lp-l1":
-        return linear.solve_lp_l1(F, a, lo, hi, time_limit=time_limit)
-    if method == "lp-linf":
-        return linear.solve_lp_linf(F, a, lo, hi, time_limit=time_limit)
-    if method == "ip":
-        x, _ = linear.solve_ip(F, a, lo, hi, time_limit=60.0 if time_limit is None
-                               else time_limit)
-        if np.isnan(x).any():  # no integer point before the time limit
-            x = np.clip(linear.solve_ls(F, a), 0.0, 1.0)
-        return x
-    if method == "kaczmarz":
-        return linear.solve_kaczmarz(F, a, lo, hi, epochs=20.0, rng=rng)
-    if method == "sgd":
-        return linear.solve_sgd(F, a, lo, hi, rng=rng)
-    raise ExperimentError(f"unknown method {method!r} (choose from {', '.join(ESTIMATORS)})")
+    limit = _DEFAULT_TIME_LIMITS.get(method) if time_limit is None else time_limit
+    problem = Problem(F, a, np.zeros(n), np.ones(n), user_bounds=False, time_limit=limit,
+                      epochs=_EPOCHS, rng=rng)
+    return LINEAR_ESTIMATORS[method].estimate(problem).x
 
 
 def _bits(x: np.ndarray) -> np.ndarray:
@@ -256,8 +262,6 @@ def phase_transition(n: int = 1000, c: float = 4,
         raise ExperimentError("no noise level given (sigmas)")
     if trials < 1:
         raise ExperimentError(f"trials must be >= 1, got {trials}")
-    from statrecon.mechanisms import Gaussian
-
     acc: dict[tuple[int, str], list[float]] = {
         (i, m): [] for i in range(len(factors)) for m in chosen}
     secs: dict[tuple[int, str], list[float]] = {
@@ -352,8 +356,6 @@ def subsampling_defence(n: int = 1000, c: float = 4,
     (chosen,) = _check_methods([method])
     if not rates:
         raise ExperimentError("no sampling rate given")
-    from statrecon.mechanisms import Subsampling
-
     mechanisms = [Subsampling(float(r), with_replacement) for r in rates]  # validates rates
     rng = np.random.default_rng([seed, 1])
     s = (rng.random(n) < 0.5).astype(np.float64)
@@ -408,8 +410,6 @@ def runtime_scaling(ns: Sequence[int] = (100, 200, 500, 1000), c: float = 4,
     f = _check_factor("sigma_in_sqrt_n", sigma_in_sqrt_n)
     if not ns:
         raise ExperimentError("no n given")
-    from statrecon.mechanisms import Gaussian
-
     rows: list[dict[str, Any]] = []
     total, done = len(ns) * len(chosen), 0
     for n in ns:
@@ -595,8 +595,6 @@ DIFFIX_TABLE, DIFFIX_ID, DIFFIX_SECRET = "loans", "client_id", "loan_status"
 def diffix_release_yaml(sql: Sequence[str], answers: np.ndarray, stds: np.ndarray,
                         n_ids: int) -> str:
     """A release file (YAML, version 1) publishing the noisy answers, noise declared."""
-    from statrecon.outputs import dump_yaml
-
     doc = {
         "version": 1,
         "name": "diffix-cohen-nissim",
@@ -631,13 +629,6 @@ def diffix_attack(n_ids: int = 200, primes: Sequence[int] | None = None,
     by the linear engine, so DuckDB evaluates every public predicate to rebuild the matrix;
     then the engine decodes with ``method``.
     """
-    from statrecon import querygen
-    from statrecon.engines.linear import LinearOptions, reconstruct_linear
-    from statrecon.engines.linear.model import compile_linear
-    from statrecon.mechanisms import DiffixLike, count_conditions
-    from statrecon.release.files import parse_release
-    from statrecon.release.known import PublicTable
-
     if isinstance(n_ids, bool) or not isinstance(n_ids, int | np.integer) or n_ids < 2:
         raise ExperimentError(f"n_ids must be an integer >= 2, got {n_ids!r}")
     (chosen,) = _check_methods([method])
