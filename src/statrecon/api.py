@@ -12,6 +12,7 @@ from statrecon.engines.exact import ExactOptions, reconstruct_exact
 from statrecon.engines.linear import METHODS as LINEAR_METHODS
 from statrecon.engines.linear import LinearOptions, LinearResult, reconstruct_linear
 from statrecon.engines.linear.model import compile_linear, linear_reason, secret_column
+from statrecon.engines.linear.problem import UnsuitableMethod
 from statrecon.errors import StatreconError
 from statrecon.release.files import load_release
 from statrecon.release.known import PublicTable, compile_known, load_public, read_table
@@ -56,7 +57,7 @@ def reconstruct(
             system = compile_linear(release, table, per_record, max_cells=opts.max_cells)
             try:
                 return reconstruct_linear(system, replace(opts, method=method))
-            except ValueError as e:
+            except UnsuitableMethod as e:  # the user's choice of method; anything else is a bug
                 raise StatreconError(f"--method {method}: {e}") from None
         if bounds:
             raise StatreconError("--bounds applies to the linear engine only")

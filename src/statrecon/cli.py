@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -19,6 +19,7 @@ from statrecon.engines.linear.estimators import estimators_help
 from statrecon.errors import InconsistentReleaseError, StatreconError
 from statrecon.exitcodes import (
     EXIT_INFEASIBLE,
+    EXIT_INTERNAL,
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_UNKNOWN,
@@ -198,6 +199,20 @@ def _register_subcommands() -> None:
 _register_subcommands()
 
 
+def _internal_error(err: Console) -> NoReturn:
+    """Anything but a user's mistake is a bug in statrecon: show the traceback, ask for a
+    report, and exit 70, never the user-error code 1 (a script must not read a bug as bad
+    input)."""
+    import traceback
+
+    traceback.print_exc(file=sys.stderr)
+    err.print("[bold red]internal error:[/] this is a bug in statrecon, not in your input. "
+              "Please report it to the statrecon maintainers with the command you ran and the "
+              "traceback above.",
+              highlight=False, soft_wrap=True)
+    sys.exit(EXIT_INTERNAL)
+
+
 def main() -> None:
     """Console entry point: user mistakes print one line and exit 1, never a traceback."""
     from statrecon.report import safe_text  # user text in messages: no terminal escapes
@@ -230,7 +245,7 @@ def main() -> None:
         from statrecon.interrupt import requested
 
         if not requested():
-            raise
+            _internal_error(err)
         code = EXIT_INTERRUPTED
     if code == EXIT_INTERRUPTED:  # typer returns it for a KeyboardInterrupt in a command
         err.print("interrupted", highlight=False)

@@ -24,7 +24,7 @@ from typing import ClassVar, Protocol
 
 import numpy as np
 
-from statrecon.engines.linear.problem import Estimate, Problem
+from statrecon.engines.linear.problem import Estimate, Problem, UnsuitableMethod
 
 __all__ = ["ESTIMATORS", "Estimator", "clipped_least_squares", "estimators_help"]
 
@@ -103,7 +103,7 @@ class IntegerProgram:
 
     def estimate(self, problem: Problem) -> Estimate:
         if problem.kind == "real":
-            raise ValueError("ip decodes integer or categorical secrets")
+            raise UnsuitableMethod("ip decodes integer or categorical secrets")
         # lazy: the CLI builds its --method help from this registry without loading scipy
         from statrecon.engines.linear.solvers import solve_ip
 
@@ -141,6 +141,8 @@ class Sgd:
         # lazy: the CLI builds its --method help from this registry without loading scipy
         from statrecon.engines.linear.solvers import solve_sgd
 
+        if not (np.isfinite(problem.lo).all() and np.isfinite(problem.hi).all()):
+            raise UnsuitableMethod("sgd needs finite lower and upper bounds for every record")
         return Estimate(solve_sgd(problem.F, problem.a, problem.lo, problem.hi,
                                   epochs=int(problem.epochs * 10), rng=problem.rng))
 

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from statrecon.errors import StatreconError
+
 if TYPE_CHECKING:
     from statrecon.engines.linear.model import SecretKind
 
@@ -24,6 +26,11 @@ def check_system(F: Matrix, a: Any, lower: Any = None, upper: Any = None) -> Non
     for name, b in (("lower", lower), ("upper", upper)):
         if b is not None and (np.ndim(b) != 1 or len(b) != n):
             raise ValueError(f"{np.size(b)} {name} bounds for {n} records")
+
+
+class UnsuitableMethod(StatreconError):
+    """The chosen method cannot decode this release (ip on a real secret, sgd without finite
+    bounds): the user's choice, so a one-line error, unlike a bug in the engine."""
 
 
 class SolverIncomplete(RuntimeError):
