@@ -134,3 +134,30 @@ def test_audit_stream_keys(run_cli: CliRunner, tmp_path: Path) -> None:
     keys(disclosed[0], AUDIT_RECORD, "newly_determined[]")
     keys(last, {"summary"}, "audit-stream last line")
     keys(last["summary"], AUDIT_SUMMARY, "audit-stream summary")
+
+
+TABULATE = {"out", "statistics", "suppressed"}
+
+
+def test_tabulate_json_keys_and_counts(run_cli: CliRunner, tmp_path: Path) -> None:
+    import yaml
+    from test_cli import BLOCK_COLUMNS, BLOCK_PEOPLE
+
+    data = yaml.safe_load((EXAMPLES / "block.yaml").read_text())
+    data.pop("suppression")
+    for entry in data["statistics"]:
+        for key in ("value", "error", "suppressed"):
+            entry.pop(key, None)
+    stats, micro, out = tmp_path / "stats.yaml", tmp_path / "people.csv", tmp_path / "f.yaml"
+    stats.write_text(yaml.safe_dump(data, sort_keys=False))
+    micro.write_text(",".join(BLOCK_COLUMNS) + "\n"
+                     + "".join(",".join(map(str, p)) + "\n" for p in BLOCK_PEOPLE))
+    code, printed, err = run_cli("tabulate", "--microdata", micro, "--release", stats, "--out",
+                                 out, "--suppress-below", "3", "--json")
+    assert code == 0, err
+    result = json.loads(printed)
+    keys(result, TABULATE, "tabulate")
+    filled = yaml.safe_load(out.read_text())["statistics"]
+    assert result["statistics"] == len(filled) == len(data["statistics"])
+    assert result["suppressed"] == sum(1 for s in filled if s.get("suppressed")) >= 1
+    assert result["out"] == str(out)

@@ -142,6 +142,9 @@ def tabulate(
     decimals: Annotated[int, typer.Option(
         min=0, max=100, help="Publish means/medians rounded to this many decimals.")] = 1,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress on stderr.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print what was written as JSON on "
+                                          "stdout (keys: out, statistics, suppressed).")
+                       ] = False,
 ) -> None:
     """Compute a release's true answers from microdata (what a publisher would print)."""
     from statrecon.release.files import load_release, write_filled_release
@@ -168,6 +171,10 @@ def tabulate(
     except OSError as e:
         raise StatreconError(f"{out}: cannot write: {e.strerror}") from None
     suppressed = sum(1 for a in answers.values() if type(a).__name__ == "Suppressed")
+    if as_json:
+        print(json.dumps({"out": str(out), "statistics": len(answers),
+                          "suppressed": suppressed}))
+        return
     Console(stderr=True).print(
         f"wrote {out}: {len(answers)} statistics" + (f", {suppressed} suppressed"
                                                      if suppressed else ""))
