@@ -1,6 +1,6 @@
-"""The streaming auditor: engine against two exact oracles, and ``statrecon audit-stream``.
+"""The streaming auditor (both arithmetics) against two exact oracles, and ``audit-stream``.
 
-Engine: reference 004's hospital (q1 - q2 - q3 pins patient 2), deny mode, contradictions,
+Auditor: reference 004's hospital (q1 - q2 - q3 pins patient 2), deny mode, contradictions,
 and random small integer streams where, after every statistic, the incremental auditor must
 agree with ``linear.determine`` recomputed from scratch and with a plain Fraction Gauss-Jordan
 written here. Both arithmetics (exact rationals; two random primes with exact certificates)
@@ -29,7 +29,7 @@ from statrecon.engines import audit
 from statrecon.engines.audit import AuditStep, StreamAuditor
 from statrecon.engines.linear import determine
 
-ENGINES = ("rational", "modular")
+ARITHMETICS = ("rational", "modular")
 F = Fraction
 
 # reference 004: x = (4.3, 5.2, 6.1, 3.2, 7.1, 6.2); q3 covers records 1 and 5 (1-based)
@@ -40,17 +40,17 @@ HOSPITAL = [
 ]
 
 
-def run_hospital(engine: str, deny: bool = False) -> tuple[StreamAuditor, list[AuditStep]]:
-    aud = StreamAuditor(6, engine=engine, seed=7)  # type: ignore[arg-type]
+def run_hospital(arithmetic: str, deny: bool = False) -> tuple[StreamAuditor, list[AuditStep]]:
+    aud = StreamAuditor(6, arithmetic=arithmetic, seed=7)  # type: ignore[arg-type]
     return aud, [aud.add(row, ans, sid, deny=deny) for sid, row, ans in HOSPITAL]
 
 
-# --------------------------------------------------------------------------- engine
+# --------------------------------------------------------------------------- auditor
 
 
-@pytest.mark.parametrize("engine", ENGINES)
-def test_hospital_difference_attack_pins_record_2(engine: str) -> None:
-    aud, steps = run_hospital(engine)
+@pytest.mark.parametrize("arithmetic", ARITHMETICS)
+def test_hospital_difference_attack_pins_record_2(arithmetic: str) -> None:
+    aud, steps = run_hospital(arithmetic)
     assert [s.status for s in steps] == ["accepted"] * 3
     assert [s.rank for s in steps] == [1, 2, 3]
     assert steps[0].newly_determined == steps[1].newly_determined == ()
@@ -61,9 +61,9 @@ def test_hospital_difference_attack_pins_record_2(engine: str) -> None:
     assert aud.determined == (d,)
 
 
-@pytest.mark.parametrize("engine", ENGINES)
-def test_hospital_deny_refuses_q3(engine: str) -> None:
-    aud, steps = run_hospital(engine, deny=True)
+@pytest.mark.parametrize("arithmetic", ARITHMETICS)
+def test_hospital_deny_refuses_q3(arithmetic: str) -> None:
+    aud, steps = run_hospital(arithmetic, deny=True)
     assert [s.status for s in steps] == ["accepted", "accepted", "denied"]
     assert steps[2].newly_determined == ()
     (d,) = steps[2].would_disclose
@@ -79,9 +79,9 @@ def test_hospital_deny_refuses_q3(engine: str) -> None:
     assert aud.determined == ()
 
 
-@pytest.mark.parametrize("engine", ENGINES)
-def test_inconsistent_statistic_names_the_contradiction(engine: str) -> None:
-    aud, _ = run_hospital(engine)
+@pytest.mark.parametrize("arithmetic", ARITHMETICS)
+def test_inconsistent_statistic_names_the_contradiction(arithmetic: str) -> None:
+    aud, _ = run_hospital(arithmetic)
     males = {0: 1, 1: 1, 4: 1}
     step = aud.add(males, F("16.0"), "q4")  # q1 - q2 = 16.6
     assert step.status == "inconsistent" and not step.independent
@@ -108,8 +108,8 @@ def test_bad_calls() -> None:
         aud.add({1: 1}, 1, "a")
     with pytest.raises(ValueError, match="outside"):
         aud.add({3: 1}, 1, "b")
-    with pytest.raises(ValueError, match="unknown engine"):
-        StreamAuditor(3, engine="float")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="unknown arithmetic"):
+        StreamAuditor(3, arithmetic="float")  # type: ignore[arg-type]
 
 
 # --------------------------------------------------------------------------- oracles
@@ -151,10 +151,10 @@ def holds(certificate: tuple[tuple[str, Fraction], ...], index: int, value: Frac
     return {j: v for j, v in acc.items() if v} == {index: F(1)} and total == value
 
 
-def check_stream(engine: str, n: int, rows: list[dict[int, int]], answers: list[Fraction],
+def check_stream(arithmetic: str, n: int, rows: list[dict[int, int]], answers: list[Fraction],
                  deny: bool, seed: int = 0) -> None:
     """Feed a stream; after every statistic compare with both oracles."""
-    aud = StreamAuditor(n, engine=engine, seed=seed)  # type: ignore[arg-type]
+    aud = StreamAuditor(n, arithmetic=arithmetic, seed=seed)  # type: ignore[arg-type]
     acc_rows: list[dict[int, int]] = []
     acc_answers: list[Fraction] = []
     stats: dict[str, tuple[dict[int, int], Fraction]] = {}
@@ -219,11 +219,11 @@ def streams(draw: Any) -> tuple[int, list[dict[int, int]], list[Fraction]]:
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(streams(), st.sampled_from(ENGINES), st.booleans(), st.integers(0, 2**16))
-def test_random_streams_agree_with_both_oracles(stream: Any, engine: str, deny: bool,
+@given(streams(), st.sampled_from(ARITHMETICS), st.booleans(), st.integers(0, 2**16))
+def test_random_streams_agree_with_both_oracles(stream: Any, arithmetic: str, deny: bool,
                                                 seed: int) -> None:
     n, rows, answers = stream
-    check_stream(engine, n, rows, answers, deny, seed)
+    check_stream(arithmetic, n, rows, answers, deny, seed)
 
 
 def test_unlucky_primes_are_redrawn(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -261,19 +261,19 @@ def test_auto_switches_to_modular_on_random_dense_streams() -> None:
     aud = StreamAuditor(n, seed=1)
     for i in range(k):
         aud.add({int(j): 1 for j in np.flatnonzero(A[i])}, int(A[i] @ x), f"s{i}")
-    assert aud.engine == "modular"
+    assert aud.arithmetic == "modular"
     ref = determine(A, [F(int(v)) for v in A @ x])
     assert aud.rank == ref.rank == k
     assert aud.determined == () and ref.determined == ()
 
 
-@pytest.mark.parametrize("engine", ENGINES)
-def test_full_rank_random_stream_pins_everyone_with_exact_certificates(engine: str) -> None:
+@pytest.mark.parametrize("arithmetic", ARITHMETICS)
+def test_full_rank_random_stream_pins_everyone_with_exact_certificates(arithmetic: str) -> None:
     rng = np.random.default_rng(11)
     n = 12
     A = (rng.random((2 * n, n)) < 0.5).astype(int)
     x = rng.integers(0, 9, n)
-    aud = StreamAuditor(n, engine=engine, seed=2)  # type: ignore[arg-type]
+    aud = StreamAuditor(n, arithmetic=arithmetic, seed=2)  # type: ignore[arg-type]
     for i in range(2 * n):
         aud.add({int(j): 1 for j in np.flatnonzero(A[i])}, int(A[i] @ x), f"s{i}")
     ref = determine(A, [F(int(v)) for v in A @ x])
@@ -418,9 +418,9 @@ def test_cli_inconsistent_stream_exits_2(schema: Path, tmp_path: Path) -> None:
 
 
 @cli
-@pytest.mark.parametrize("engine", ENGINES)
-def test_cli_engines_agree(schema: Path, stream: Path, engine: str) -> None:
-    proc = audit_cli(schema, "--input", stream, "--json", "--engine", engine)
+@pytest.mark.parametrize("arithmetic", ARITHMETICS)
+def test_cli_arithmetics_agree(schema: Path, stream: Path, arithmetic: str) -> None:
+    proc = audit_cli(schema, "--input", stream, "--json", "--engine", arithmetic)
     assert proc.returncode == 0, proc.stderr
     assert json_lines(proc)[-1]["summary"]["determined"][0]["value"] == 5.2
 
@@ -462,9 +462,10 @@ def test_cli_duplicate_id_and_missing_files(schema: Path, tmp_path: Path) -> Non
 def test_compiler_keeps_one_indicator_across_batches(tmp_path: Path) -> None:
     """A COUNT of the complement in a later batch becomes group size - answer, exactly as in
     one release: the auditor's unknown stays the indicator of the first counted category."""
-    from statrecon.commands.audit_stream import _Compiler, parse_line
+    from statrecon.engines.stream import StreamCompiler
     from statrecon.release.files import parse_release
     from statrecon.release.known import load_public
+    from statrecon.release.stream import parse_line
 
     (tmp_path / "roster.csv").write_text("id\n1\n2\n3\n4\n", encoding="utf-8")
     rel = parse_release(
@@ -473,16 +474,16 @@ def test_compiler_keeps_one_indicator_across_batches(tmp_path: Path) -> None:
         "  dx: {type: categorical, values: ['no', 'yes']}\n",
         source=tmp_path / "r.yaml")
     assert rel.public is not None
-    comp = _Compiler(rel, load_public(rel.public, rel.schema))
+    comp = StreamCompiler(rel, load_public(rel.public, rel.schema))
     first = parse_line("a: SELECT COUNT(*) FROM t WHERE dx = 'yes' AND id <= 2 ; 1", 1, "s:1",
                        rel.schema)
     later = parse_line("b: SELECT COUNT(*) FROM t WHERE dx = 'no' AND id <= 1 ; 0", 2, "s:2",
                        rel.schema)
     public_only = parse_line("c: SELECT COUNT(*) FROM t WHERE id > 1 ; 3", 3, "s:3", rel.schema)
     assert first and later and public_only
-    (a,), err = comp.compile([first])
+    (a,), err = comp.compile([first], "s")
     assert err is None and a.row == {0: 1, 1: 1} and a.answer == 1
-    (b, c), err = comp.compile([later, public_only])
+    (b, c), err = comp.compile([later, public_only], "s")
     assert err is None and b.row == {0: 1} and b.answer == 1  # 1 - count(no) = count(yes)
     assert c.row is None and "public rows only" in c.note
     aud = StreamAuditor(4)

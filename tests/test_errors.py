@@ -31,7 +31,7 @@ def test_an_exception_inside_the_engine_is_a_bug_report(run_cli: CliRunner,
         raise bug
 
     monkeypatch.setattr(api, "reconstruct_linear", broken)
-    code, out, err = run_cli("reconstruct", EXAMPLES / "hospital.yaml", "--method", "ls")
+    code, _, err = run_cli("reconstruct", EXAMPLES / "hospital.yaml", "--method", "ls")
     assert code == EXIT_INTERNAL == 70
     assert "Traceback" in err and type(bug).__name__ in err
     assert "internal error" in err and "Please report" in err

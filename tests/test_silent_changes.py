@@ -47,9 +47,9 @@ from test_claims_cli import BLOCK_A, households
 from test_cli import COMMAND, EXAMPLES, ROOT, assert_user_error, json_of, statrecon
 from typer.testing import CliRunner as TyperRunner
 
+from statrecon.census.households.files import read_tables
 from statrecon.census.households.synthetic import generate_blocks
 from statrecon.census.households.tabulate import tabulate_sql
-from statrecon.commands.claims_run import read_tables
 from statrecon.engines.audit import Domain, StreamAuditor
 from statrecon.engines.claims import BlockRelease, ClaimsOptions, verify_block
 from statrecon.errors import StatreconError
@@ -202,7 +202,7 @@ def test_domain_span_and_membership() -> None:
 
 @pytest.mark.parametrize("engine", ["rational", "modular"])
 def test_auditor_answer_the_domain_cannot_produce(engine: str) -> None:
-    aud = StreamAuditor(3, engine=engine, seed=1,  # type: ignore[arg-type]
+    aud = StreamAuditor(3, arithmetic=engine, seed=1,  # type: ignore[arg-type]
                         domain=Domain(F(0), F(40)))
     step = aud.add({0: 1, 1: 1}, F(81), "big")
     assert step.status == "inconsistent" and step.conflict == (("big", F(1)),)
@@ -213,7 +213,7 @@ def test_auditor_answer_the_domain_cannot_produce(engine: str) -> None:
 
 @pytest.mark.parametrize("engine", ["rational", "modular"])
 def test_auditor_record_pinned_outside_the_domain(engine: str) -> None:
-    aud = StreamAuditor(3, engine=engine, seed=1,  # type: ignore[arg-type]
+    aud = StreamAuditor(3, arithmetic=engine, seed=1,  # type: ignore[arg-type]
                         domain=Domain(F(0), F(40)))
     assert aud.add({0: 1, 1: 1}, F(50), "a").status == "accepted"  # 50 <= 80: possible
     step = aud.add({1: 1}, F(5), "b")  # then record 0 is 45

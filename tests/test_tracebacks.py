@@ -41,14 +41,14 @@ from test_claims_cli import BLOCK_A, households
 from test_cli import EXAMPLES, assert_user_error, statrecon
 from typer.testing import CliRunner as TyperRunner
 
+from statrecon.census.households.files import read_tables
 from statrecon.census.households.synthetic import MAX_BLOCK_UNITS
 from statrecon.census.persons.release import MAX_VALUE
-from statrecon.commands.audit_stream import parse_line
-from statrecon.commands.claims_run import read_tables
 from statrecon.commands.experiment import experiment_app
 from statrecon.errors import StatreconError
 from statrecon.outputs import atomic_outputs, check_writable, write_atomically
 from statrecon.release.files import load_release
+from statrecon.release.stream import parse_line
 
 # --------------------------------------------------------------------------- release files
 

@@ -8,7 +8,17 @@ class StatreconError(Exception):
 
     The message is one line that names the place (file, line, statistic) and what is wrong.
     The CLI prints it and exits with code 1.
+
+    ``where`` (``FILE:LINE`` or a file) and ``statistic`` (its id), when the raiser knows them,
+    say the same as data, so a caller finds the failing input without parsing the message.
+    They are keyword-only and optional: ``str(error)`` is the message alone.
     """
+
+    def __init__(self, *args: object, where: str | None = None,
+                 statistic: str | None = None) -> None:
+        super().__init__(*args)
+        self.where = where
+        self.statistic = statistic
 
 
 class ReleaseError(StatreconError):

@@ -50,8 +50,8 @@ import numpy as np
 Status = Literal["accepted", "denied", "inconsistent"]
 Num = int | Fraction
 Row = dict[int, Num]  # column (record) -> coefficient; ints stay ints (fast path)
-Engine = Literal["auto", "rational", "modular"]
-ENGINES: tuple[str, ...] = ("auto", "rational", "modular")
+Arithmetic = Literal["auto", "rational", "modular"]  # what keeps the basis (module docstring)
+ARITHMETICS: tuple[str, ...] = ("auto", "rational", "modular")
 _ZERO = flint.fmpq(0)
 _ONE = flint.fmpq(1)
 # auto: leave exact arithmetic once a step gets expensive (entries touched x (1 + bits/32),
@@ -104,7 +104,7 @@ class AuditStep:
     status: Status
     rank: int  # rank of the accepted statistics after this step
     independent: bool  # the statistic's row is outside the previous row space
-    engine: str  # "rational" or "modular": the arithmetic that decided this step
+    arithmetic: str  # "rational" or "modular": the arithmetic that decided this step
     newly_determined: tuple[Disclosure, ...] = ()
     would_disclose: tuple[Disclosure, ...] = ()
     conflict: tuple[tuple[str, Fraction], ...] = ()
@@ -571,14 +571,15 @@ class StreamAuditor:
     (1, Fraction(26, 5), [('q1', 1), ('q2', -1), ('q3', -1)])
     """
 
-    def __init__(self, n: int, engine: Engine = "auto", seed: int | None = None,
+    def __init__(self, n: int, arithmetic: Arithmetic = "auto", seed: int | None = None,
                  domain: Domain | None = None) -> None:
         if n < 0:
             raise ValueError(f"n must be >= 0, got {n}")
-        if engine not in ENGINES:
-            raise ValueError(f"unknown engine {engine!r} (choose from {', '.join(ENGINES)})")
+        if arithmetic not in ARITHMETICS:
+            raise ValueError(f"unknown arithmetic {arithmetic!r} (choose from "
+                             f"{', '.join(ARITHMETICS)})")
         self.n = n
-        self.mode = engine
+        self.mode = arithmetic  # as asked: "auto" may switch
         self.domain = domain
         # Unpredictable primes by default: a query author must not be able to aim at them.
         self._rng = random.Random(seed) if seed is not None else random.SystemRandom()
@@ -588,12 +589,12 @@ class StreamAuditor:
         self._answers: dict[int, Fraction] = {}
         self._determined: dict[int, Disclosure] = {}
         self._basis: _RationalBasis | _ModularBasis = (
-            self._modular() if engine == "modular" else _RationalBasis())
+            self._modular() if arithmetic == "modular" else _RationalBasis())
 
     # ----------------------------------------------------------------------- public view
 
     @property
-    def engine(self) -> str:
+    def arithmetic(self) -> str:
         """The arithmetic in use now: "rational" or "modular"."""
         return self._basis.name
 

@@ -160,7 +160,7 @@ def compile_linear(release: Release, public: PublicTable,
                 f"bounds: record {int(bad[0]) + 1} has lower {lower[bad[0]]} above upper "
                 f"{upper[bad[0]]} (after the domain of {secret.name})")
     masks = evaluate_predicates(release, public, [p.public_sql for p in parsed],
-                                [p.stat.where_text for p in parsed])
+                                [p.stat for p in parsed])
     rows: list[np.ndarray] = []
     answers: list[float] = []
     exact: list[Fraction] = []
@@ -174,12 +174,13 @@ def compile_linear(release: Release, public: PublicTable,
         if p.aggregate is Aggregate.COUNT_DISTINCT and counted is not None and len(
                 set(public.columns[counted])) != public.rows:
             raise NotLinear(f"{p.stat.where_text}: COUNT(DISTINCT {counted}) counts rows only "
-                            f"when {counted} is unique in the public table ({public.source})")
+                            f"when {counted} is unique in the public table ({public.source})",
+                            statistic=p.stat.id)
         ans = p.stat.answer
         if isinstance(ans, Empty):
             if group:
                 raise StatreconError(f"{p.stat.where_text}: published as empty, but "
-                                     f"{group} public rows match its WHERE")
+                                     f"{group} public rows match its WHERE", statistic=p.stat.id)
             ignored.append(p.stat.id)
             continue
         if isinstance(ans, Suppressed):
@@ -196,11 +197,12 @@ def compile_linear(release: Release, public: PublicTable,
         elif isinstance(ans, Noisy):
             value, error, kind = ans.value, Fraction(0), "noisy"
         else:
-            raise StatreconError(f"{p.stat.where_text} has no published value")
+            raise StatreconError(f"{p.stat.where_text} has no published value", statistic=p.stat.id)
         scale = 1.0
         if p.aggregate is Aggregate.AVG:
             if group == 0:
-                raise StatreconError(f"{p.stat.where_text}: AVG over no public rows")
+                raise StatreconError(f"{p.stat.where_text}: AVG over no public rows",
+                                     statistic=p.stat.id)
             value, error, scale = value * group, error * group, float(group)
         if p.sign < 0:  # count(not target AND p) = |p| - count(target AND p)
             value = Fraction(group) - value
@@ -230,8 +232,9 @@ def compile_linear(release: Release, public: PublicTable,
 
 
 def evaluate_predicates(release: Release, public: PublicTable, sqls: list[str],
-                        owners: list[str]) -> list[np.ndarray]:
-    """One boolean vector per public predicate, in public-table order (DuckDB, batched)."""
+                        owners: list[Statistic]) -> list[np.ndarray]:
+    """One boolean vector per public predicate, in public-table order (DuckDB, batched);
+    ``owners[i]`` is the statistic predicate ``i`` comes from, named by any error."""
     import duckdb
     import pandas as pd
 
@@ -253,12 +256,14 @@ def evaluate_predicates(release: Release, public: PublicTable, sqls: list[str],
                         cols.extend(_select(con, release.schema.table, [sql]))
                     except duckdb.Error as e:
                         owner = owners[distinct[sql]]
-                        raise StatreconError(f"{owner}: DuckDB cannot evaluate {sql!r}: "
-                                             f"{str(e).splitlines()[0]}") from None
+                        raise StatreconError(f"{owner.where_text}: DuckDB cannot evaluate "
+                                             f"{sql!r}: {str(e).splitlines()[0]}",
+                                             statistic=owner.id) from None
             for sql, col in zip(batch, cols, strict=True):
                 if col is None:
-                    raise StatreconError(
-                        f"{owners[distinct[sql]]}: {sql!r} is NULL on a public row")
+                    owner = owners[distinct[sql]]
+                    raise StatreconError(f"{owner.where_text}: {sql!r} is NULL on a public row",
+                                         statistic=owner.id)
                 out[distinct[sql]] = col
         for i, sql in enumerate(sqls):
             if out[i].size == 0 and public.rows:
@@ -290,7 +295,7 @@ def _parse_all(release: Release) -> tuple[SecretColumn, list[_Parsed], list[str]
     for stat in release.statistics:
         if stat.answer is None:
             raise StatreconError(f"{stat.where_text} has no published value "
-                                 "(fill it with statrecon tabulate)")
+                                 "(fill it with statrecon tabulate)", statistic=stat.id)
         q = stat.query
         known, secret_parts = _split(q.where, col.name, stat)
         public_sql = " AND ".join(f"({s})" for s in known) or "TRUE"
@@ -300,7 +305,7 @@ def _parse_all(release: Release) -> tuple[SecretColumn, list[_Parsed], list[str]
                 continue
             if not col.is_categorical:
                 raise NotLinear(f"{stat.where_text}: a condition on the numeric secret "
-                                f"{col.name} is not linear in it; use SUM/AVG")
+                                f"{col.name} is not linear in it; use SUM/AVG", statistic=stat.id)
             values = frozenset(col.values)
             chosen = values
             for part, negated in secret_parts:
@@ -314,18 +319,19 @@ def _parse_all(release: Release) -> tuple[SecretColumn, list[_Parsed], list[str]
             else:
                 raise NotLinear(
                     f"{stat.where_text}: counts {col.name} in {sorted(chosen)}, another "
-                    f"statistic in {sorted(target)}; one indicator per release")
+                    f"statistic in {sorted(target)}; one indicator per release", statistic=stat.id)
             parsed.append(_Parsed(stat, public_sql, sign, q.aggregate))
         elif q.aggregate in (Aggregate.SUM, Aggregate.AVG):
             if q.column != col.name:
-                raise NotLinear(f"{stat.where_text}: aggregates {q.column}, not the secret")
+                raise NotLinear(f"{stat.where_text}: aggregates {q.column}, not the secret",
+                                statistic=stat.id)
             if secret_parts:
                 raise NotLinear(f"{stat.where_text}: a condition on the secret inside a SUM/AVG "
-                                "is not linear")
+                                "is not linear", statistic=stat.id)
             parsed.append(_Parsed(stat, public_sql, 1, q.aggregate))
         else:
             raise NotLinear(f"{stat.where_text}: {q.aggregate.value.upper()} is not linear "
-                            "(use the exact engine)")
+                            "(use the exact engine)", statistic=stat.id)
     if col.is_categorical:
         if target is None:
             raise NotLinear(f"{release.source or 'release'}: no statistic counts a value of "
@@ -362,11 +368,13 @@ def _split(pred: Predicate, secret: str, stat: Statistic
         elif isinstance(p, Compare):
             raise NotLinear(
                 f"{stat.where_text}: a comparison on the secret {secret} is not linear in it "
-                "(the linear engine takes public predicates AND secret = value, or SUM/AVG)")
+                "(the linear engine takes public predicates AND secret = value, or SUM/AVG)",
+                statistic=stat.id)
         else:
             raise NotLinear(
                 f"{stat.where_text}: its WHERE is not linear in the secret {secret}: it must be "
-                "a public predicate AND-ed with a secret condition, not inside OR/NOT")
+                "a public predicate AND-ed with a secret condition, not inside OR/NOT",
+                statistic=stat.id)
 
     walk(pred)
     return known, secret_parts
