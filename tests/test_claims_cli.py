@@ -11,7 +11,7 @@ from test_cli import assert_user_error, json_of, statrecon
 
 from statrecon.census.households import schema as hh
 from statrecon.census.households import tables as hht
-from statrecon.census.households.synthetic import encode, write_households_csv
+from statrecon.census.households.files import encode, write_households_csv
 from statrecon.engines.claims import Claim
 
 OWNER = {"tenure": "owned_free", "vacancy": "occupied", "size": "1",

@@ -9,11 +9,12 @@ import pandas as pd
 import pandas.testing as pdt
 import pytest
 
+from statrecon.census.households import files as hf
 from statrecon.census.households import schema as hh
 from statrecon.census.households import synthetic as hb
 from statrecon.errors import StatreconError
 
-COLUMNS = list(hb.OUTPUT_COLUMNS)
+COLUMNS = list(hf.OUTPUT_COLUMNS)
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +40,7 @@ def test_every_unit_coherent_and_exactly_n_targets(small: hb.GeneratedBlocks) ->
     for frame in (small.targets, small.population):
         assert list(frame.columns) == COLUMNS
         assert all(pd.api.types.is_string_dtype(frame[c]) for c in COLUMNS)
-        assert (hh.type_index(hb.encode(frame)) >= 0).all()
+        assert (hh.type_index(hf.encode(frame)) >= 0).all()
     rows = small.population.sample(200, random_state=0)
     assert all(hh.broken_rule(r) is None for r in rows[list(hh.COLUMN_NAMES)]
                .to_dict("records"))
@@ -75,7 +76,7 @@ def test_block_sizes_skewed_with_median_about_ten(big: hb.GeneratedBlocks) -> No
     assert len(sizes) > 9000
     assert 8 <= sizes.median() <= 12
     assert sizes.mean() > 1.4 * sizes.median()  # right-skewed, as real blocks are
-    assert sizes.max() <= hb.MAX_BLOCK_UNITS
+    assert sizes.max() <= hf.MAX_BLOCK_UNITS
     targets = big.targets.groupby("block").size()
     assert 7 <= targets.median() <= 13
 
@@ -116,11 +117,11 @@ def test_bad_arguments() -> None:
 
 def test_csv_round_trip(small: hb.GeneratedBlocks, tmp_path: Path) -> None:
     path = tmp_path / "units.csv"
-    hb.write_households_csv(small.population, path)
-    back = hb.read_households(path)
+    hf.write_households_csv(small.population, path)
+    back = hf.read_households(path)
     pdt.assert_frame_equal(back, small.population)
-    assert np.array_equal(hb.encode(back), hb.encode(small.population))
-    assert hb.encode(back).dtype == np.uint8 and hb.encode(back).shape == (len(back), 10)
+    assert np.array_equal(hf.encode(back), hf.encode(small.population))
+    assert hf.encode(back).dtype == np.uint8 and hf.encode(back).shape == (len(back), 10)
 
 
 def test_read_derives_tract_and_state_and_skips_blank_lines(small: hb.GeneratedBlocks,
@@ -130,7 +131,7 @@ def test_read_derives_tract_and_state_and_skips_blank_lines(small: hb.GeneratedB
     text = rows.drop(columns=["tract", "state"]).to_csv(index=False, lineterminator="\n")
     lines = text.splitlines()
     path.write_text("\n".join([lines[0], lines[1], "", lines[2], lines[3]]) + "\n")
-    pdt.assert_frame_equal(hb.read_households(path), rows.reset_index(drop=True))
+    pdt.assert_frame_equal(hf.read_households(path), rows.reset_index(drop=True))
 
 
 def write_rows(path: Path, rows: list[dict[str, str]], header: list[str] | None = None) -> Path:
@@ -152,7 +153,7 @@ def test_read_errors_name_file_and_line(tmp_path: Path) -> None:
     def fails(rows: list[dict[str, str]], *parts: str, header: list[str] | None = None) -> None:
         path = write_rows(tmp_path / "units.csv", rows, header)
         with pytest.raises(StatreconError) as err:
-            hb.read_households(path)
+            hf.read_households(path)
         for part in (str(path), *parts):
             assert part in str(err.value), str(err.value)
 
@@ -171,9 +172,9 @@ def test_read_errors_name_file_and_line(tmp_path: Path) -> None:
     fails([], "no housing units")
     (tmp_path / "empty.csv").write_text("")
     with pytest.raises(StatreconError, match=r"empty\.csv: empty file"):
-        hb.read_households(tmp_path / "empty.csv")
+        hf.read_households(tmp_path / "empty.csv")
     with pytest.raises(StatreconError, match="no such file"):
-        hb.read_households(tmp_path / "nope.csv")
+        hf.read_households(tmp_path / "nope.csv")
 
 
 # --------------------------------------------------------------------------- CLI
@@ -191,8 +192,8 @@ def test_cli_generate_blocks_writes_both_files(tmp_path: Path) -> None:
     assert data["population_out"] == str(population) and data["out"] == str(out)
     assert data["blocks"] == 4 and data["tracts"] == 4 and data["states"] == 4
     gen = hb.generate_blocks(4, 3)
-    pdt.assert_frame_equal(hb.read_households(out), gen.targets)
-    pdt.assert_frame_equal(hb.read_households(population), gen.population)
+    pdt.assert_frame_equal(hf.read_households(out), gen.targets)
+    pdt.assert_frame_equal(hf.read_households(population), gen.population)
     assert data["units"] == len(gen.targets)
     assert data["population_units"] == len(gen.population)
 

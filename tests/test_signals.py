@@ -17,7 +17,8 @@ import pytest
 from test_cli import COMMAND, ROOT, json_of, statrecon
 
 from statrecon.engines.claims import ClaimsOptions
-from statrecon.runs.claims import Shared, read_records, run_blocks
+from statrecon.runs.claims import Shared, run_blocks
+from statrecon.runs.stores import BlockStore, read_records
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/fd").is_dir(),
                                 reason="watches processes through /proc (Linux)")
@@ -195,7 +196,7 @@ def test_torn_last_line_does_not_swallow_the_next_record(tmp_path: Path) -> None
     """A write cut short leaves a line without its end; the next run starts a fresh line."""
     store = tmp_path / "blocks.jsonl"
     store.write_text(json.dumps({"block": "a", "status": "ok"}) + "\n" + '{"block": "b", "st')
-    assert list(run_blocks([], Shared(ClaimsOptions()), store=store)) == []
+    assert list(run_blocks([], Shared(ClaimsOptions()), store=BlockStore(store, {}))) == []
     assert store.read_text().endswith("\n")
     with store.open("a") as f:
         f.write(json.dumps({"block": "c", "status": "ok"}) + "\n")

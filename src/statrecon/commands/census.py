@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from statrecon.commands.progress import activity, work_bar
+from statrecon.commands.progress import activity, run_bar
 from statrecon.errors import InconsistentReleaseError, StatreconError
 from statrecon.exitcodes import EXIT_UNKNOWN
 from statrecon.outputs import check_writable, dump_yaml, write_atomically
@@ -95,12 +95,7 @@ def reconstruct(
     n_workers = workers or os.cpu_count() or 1
     options = CensusOptions(time_limit=time_limit, certify=certify)
     err = Console(stderr=True)
-    with work_bar(err, "tracts", "persons", quiet=quiet) as bar:
-        task = bar.add_task("tracts", total=None, count=0)
-
-        def progress(done: int, total: int, persons: int) -> None:
-            bar.update(task, completed=done, total=total, count=persons)
-
+    with run_bar("tracts", "persons", quiet=quiet) as progress:
         summary = reconstruct_release(rel, out, workers=n_workers, executor=executor,
                                       options=options, progress=progress)
     data = {"tracts": summary.tracts, "skipped": summary.skipped, "ran": summary.ran,

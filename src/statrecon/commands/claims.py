@@ -42,7 +42,8 @@ def generate_blocks(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable summary.")] = False,
 ) -> None:
     """Synthetic census blocks of housing units with national 2010 shares (no PPMF needed)."""
-    from statrecon.census.households.synthetic import MAX_TARGETS, write_households_csv
+    from statrecon.census.households.files import write_households_csv
+    from statrecon.census.households.synthetic import MAX_TARGETS
     from statrecon.census.households.synthetic import generate_blocks as generate
 
     if not 1 <= blocks <= MAX_TARGETS:
@@ -91,7 +92,7 @@ def check_households(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable summary.")] = False,
 ) -> None:
     """Validate a households file (values, block ids, structural rules) and summarise it."""
-    from statrecon.census.households.synthetic import read_households
+    from statrecon.census.households.files import read_households
 
     units = read_households(households)
     per_block = units.groupby("block").size()

@@ -32,6 +32,8 @@ from rich.progress import (
 )
 
 from statrecon.report import safe_text
+from statrecon.runs.progress import Progress as RunProgress
+from statrecon.runs.progress import Step
 
 ProgressFn = Callable[[int, int, str], None]  # (units done, units in all, what just finished)
 PLAIN_DELAY_S = 5.0  # no line for runs shorter than this
@@ -171,6 +173,19 @@ def work_bar(err: Console, items: str, counted: str, *, quiet: bool) -> Progress
     return Progress(TextColumn(f"[bold]{items}"), BarColumn(), MofNCompleteColumn(),
                     TextColumn(f"{{task.fields[count]:,}} {counted}"), TimeElapsedColumn(),
                     TextColumn("ETA"), TimeRemainingColumn(), console=err)
+
+
+@contextmanager
+def run_bar(items: str, counted: str, *, quiet: bool) -> Iterator[RunProgress]:
+    """``work_bar`` driven by a run's ``Step`` reports (census tracts, claims blocks): the
+    callback to hand to ``reconstruct_release`` or ``run_blocks``."""
+    with work_bar(Console(stderr=True), items, counted, quiet=quiet) as bar:
+        task = bar.add_task(items, total=None, count=0)
+
+        def update(step: Step) -> None:
+            bar.update(task, completed=step.done, total=step.total, count=step.count)
+
+        yield update
 
 
 @contextmanager

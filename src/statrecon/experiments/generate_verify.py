@@ -1,22 +1,34 @@
-"""The Generate-then-Verify experiment (reference 003, section 5 and appendix A), summarised.
+"""The Generate-then-Verify experiment (reference 003, section 5 and appendix A), end to end.
 
-From the per-block records of ``census.household_run`` this builds the paper's Figure 2
-(blocks with at least one verified singleton claim per number of columns k, and box plots of
-the tract- and state-level baseline probabilities of those claims), its appendix Figure 3 (the
-same for all claims) and Tables 2-3 (households covered by verified claims per k). Trivial
-claims, read straight off one published cell, are left out of all of them, as in the paper.
+``run_experiment`` generates synthetic blocks, tabulates them, verifies claims block by block
+(resumably) and writes the results. From the per-block records of ``runs.claims`` this builds
+the paper's Figure 2 (blocks with at least one verified singleton claim per number of columns
+k, and box plots of the tract- and state-level baseline probabilities of those claims), its
+appendix Figure 3 (the same for all claims) and Tables 2-3 (households covered by verified
+claims per k). Trivial claims, read straight off one published cell, are left out of all of
+them, as in the paper.
 """
 
 from __future__ import annotations
 
+import json
 import statistics
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from statrecon.census.households.files import write_households_csv
+from statrecon.census.households.priors import tract_and_state_priors
+from statrecon.census.households.synthetic import generate_blocks
+from statrecon.engines.claims import ClaimsOptions
 from statrecon.outputs import write_atomically
 from statrecon.report.figures import agg_figure
+from statrecon.runs.claims import Shared, run_all_blocks, tasks_from_households
+from statrecon.runs.progress import Progress
+from statrecon.runs.stores import BlockStore
 
 KS = tuple(range(1, 11))
 PAPER_TABLE_2 = {5: 166, 6: 148, 7: 109, 8: 61, 9: 19, 10: 2}  # 486 households, 50 blocks
@@ -189,3 +201,48 @@ def write_outputs(records: Sequence[dict[str, Any]], out: Path, command: str = "
     text = markdown(records, command)
     write_atomically(paths[2], lambda tmp: tmp.write_text(text, encoding="utf-8"))
     return paths
+
+
+@dataclass(frozen=True)
+class ExperimentRun:
+    """What ``run_experiment`` made and wrote."""
+
+    records: list[dict[str, Any]]  # one per block, in block order
+    summary: dict[str, Any]  # summary.json: ExperimentSummary's keys, wall_s, workers, files
+    paths: list[Path]  # figure2.png, figure3.png, results.md
+    store: Path  # blocks.jsonl, every block's record
+
+
+def run_experiment(out: Path, *, blocks: int, seed: int, options: ClaimsOptions, workers: int,
+                   executor: str | None = None, command: str = "",
+                   progress: Callable[[], AbstractContextManager[Progress]] | None = None
+                   ) -> ExperimentRun:
+    """Generate ``blocks`` synthetic blocks (``seed``), verify their claims and write
+    blocks.csv, population.csv, blocks.jsonl, figures, results.md and summary.json in ``out``.
+
+    Resumable: blocks finished in OUT/blocks.jsonl are not solved again; a folder of a run
+    with other parameters is refused (``runs.stores``). ``progress`` opens the progress
+    callback around the block solving (a bar), ``command`` is quoted in results.md.
+    """
+    params = {"blocks": blocks, "seed": seed, "formulation": options.formulation,
+              "k": options.k_solutions, "time_limit": options.time_limit}
+    store = BlockStore(out / "blocks.jsonl", params)
+    store.check()  # before anything is written to a folder of another run
+    t0 = time.perf_counter()
+    gen = generate_blocks(blocks, seed)
+    write_atomically(out / "blocks.csv", lambda tmp: write_households_csv(gen.targets, tmp))
+    write_atomically(out / "population.csv",
+                     lambda tmp: write_households_csv(gen.population, tmp))
+    tasks = tasks_from_households(gen.targets, None, "generated blocks")
+    shared = Shared(options, *tract_and_state_priors(gen.population))
+    bar = progress() if progress is not None else nullcontext(None)
+    with bar as report:
+        records = run_all_blocks(tasks, shared, workers=workers, executor=executor,
+                                 store=store, progress=report)
+    paths = write_outputs(records, out, command)
+    summary = summarise(records).to_json() | {"wall_s": round(time.perf_counter() - t0, 2),
+                                               "workers": workers,
+                                               "files": [str(p) for p in paths]}
+    text = json.dumps(summary, indent=1)
+    write_atomically(out / "summary.json", lambda tmp: tmp.write_text(text, encoding="utf-8"))
+    return ExperimentRun(records, summary, paths, store.path)

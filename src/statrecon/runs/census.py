@@ -1,11 +1,11 @@
-"""Reconstruct every tract of a census release, storing each as it finishes (resumable)."""
+"""Reconstruct every tract of a census release, storing each as it finishes (resumable: the
+rule of ``runs.stores``)."""
 
 from __future__ import annotations
 
 import os
 import time
 from collections import Counter
-from collections.abc import Callable
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +17,7 @@ from statrecon.census.persons.cells import Sf1Cell, definitions_digest
 from statrecon.census.persons.release import CensusRelease, TractTables
 from statrecon.engines.census import CellMatrices, CensusOptions, reconstruct_tract
 from statrecon.runs.parallel import run_units
+from statrecon.runs.progress import Progress, Step
 from statrecon.runs.stores import ReconStore, tract_table
 
 _MATRICES: dict[str, CellMatrices] = {}
@@ -54,13 +55,13 @@ class RunSummary:
     elapsed_s: float = 0.0
 
 
-ProgressFn = Callable[[int, int, int], None]  # (tracts done, tracts to do, persons so far)
-
-
 def reconstruct_release(release: CensusRelease, out: Path, *, workers: int = 1,
                         executor: str | None = None, options: CensusOptions | None = None,
-                        progress: ProgressFn | None = None) -> RunSummary:
-    """Reconstruct the tracts not yet in ``out``; merge everything into ``out`` at the end."""
+                        progress: Progress | None = None) -> RunSummary:
+    """Reconstruct the tracts not yet in ``out``; merge everything into ``out`` at the end.
+
+    ``progress`` counts the tracts of this run (not those finished before) and their persons.
+    """
     options = options or CensusOptions()
     t0 = time.perf_counter()
     store = ReconStore(out, release.digest)
@@ -70,21 +71,21 @@ def reconstruct_release(release: CensusRelease, out: Path, *, workers: int = 1,
     summary = RunSummary(tracts=len(release.tracts), skipped=len(release.tracts) - len(todo),
                          ran=0, persons=0)
     if progress:
-        progress(0, len(todo), 0)
+        progress(Step(0, len(todo), 0))
     # No more processes than tracts: a pool only pays its start-up for parallel work.
     workers = max(1, min(workers, len(todo)))
     # closing: on Ctrl-C or an error the pool stops now, not when the generator is collected
     with closing(run_units(solve_tract, (release.cells, options), todo, workers=workers,
                            executor=executor)) as results:
         for tables, (table, info) in results:
-            store.write(table, tables.tract)
+            store.write(tables.tract, table)
             summary.ran += 1
             summary.persons += info["persons"]
             summary.statuses[info["status"]] += 1
             if info["conflict"]:
                 summary.conflicts[tables.tract] = tuple(info["conflict"])
             if progress:
-                progress(summary.ran, len(todo), summary.persons)
+                progress(Step(summary.ran, len(todo), summary.persons, tables.tract))
     summary.elapsed_s = time.perf_counter() - t0
     bins = sorted({int(a) for a in _matrices(release.cells).age_bin})
     store.merge({"solver": "CP-SAT", "time_limit": options.time_limit,

@@ -1,23 +1,24 @@
-"""Run Generate-then-Verify over many blocks: priors, one worker per block, a resumable store.
+"""Run Generate-then-Verify over many blocks: tasks, one worker per block, a resumable store.
 
 Each block is one unit of work: the published tables (and, when known, the true units for the
 soundness check and household coverage) go in; a JSON-able record comes out, in the shape of
-``claims verify --json``. Records are appended to a JSON-lines file as blocks finish, so a
-crash loses only the blocks in flight and a rerun skips the finished ones.
+``claims verify --json``. With a ``BlockStore`` records are stored as blocks finish, so a
+crash loses only the blocks in flight and a rerun skips the finished ones (``runs.stores``).
 """
 
 from __future__ import annotations
 
-import json
-import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 import numpy as np
+import pandas as pd
 
-from statrecon.census.households import schema as hh
+from statrecon.census.geography import state_of, tract_of
+from statrecon.census.households.files import encode
+from statrecon.census.households.priors import Prior
+from statrecon.census.households.tabulate import tabulate_sql
 from statrecon.engines.claims import (
     BlockClaims,
     BlockRelease,
@@ -26,26 +27,10 @@ from statrecon.engines.claims import (
     binomial_baseline,
     verify_block,
 )
+from statrecon.errors import StatreconError
 from statrecon.runs.parallel import run_units
-
-
-@dataclass(frozen=True)
-class Prior:
-    """The unit types of a population (tract or state) with their counts: the baseline's P."""
-
-    types: np.ndarray  # (n, 10) codes of the distinct unit types
-    counts: np.ndarray  # units of each
-
-    @classmethod
-    def of(cls, codes: np.ndarray) -> Prior:
-        if len(codes) == 0:
-            return cls(np.zeros((0, hh.N_COLUMNS), dtype=np.uint8), np.zeros(0, dtype=np.int64))
-        uniq, counts = np.unique(codes, axis=0, return_counts=True)
-        return cls(uniq.astype(np.uint8), counts.astype(np.int64))
-
-    def probability(self, claim: Claim) -> float:
-        total = int(self.counts.sum())
-        return float(self.counts[claim.matches(self.types)].sum()) / total if total else 0.0
+from statrecon.runs.progress import Progress, Step
+from statrecon.runs.stores import BlockStore
 
 
 @dataclass(frozen=True)
@@ -125,65 +110,80 @@ def attack_block(shared: Shared, task: BlockTask) -> dict[str, Any]:
     return record
 
 
-def read_records(path: Path) -> dict[str, dict[str, Any]]:
-    """Finished blocks of an earlier run (a torn last line from a crash is ignored)."""
-    out: dict[str, dict[str, Any]] = {}
-    if not path.exists():
-        return out
-    with path.open(encoding="utf-8") as f:
-        for line in f:
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            out[rec["block"]] = rec
-    return out
+def tasks_from_households(units: pd.DataFrame, blocks: list[str] | None,
+                          source: str) -> list[BlockTask]:
+    """One task per block: its tables (DuckDB) and its true units (for soundness checks)."""
+    known = sorted(units["block"].unique())
+    if blocks:
+        missing = [b for b in blocks if b not in set(known)]
+        if missing:
+            raise StatreconError(f"{source}: unknown block id {missing[0]}; the file has "
+                                 f"{len(known)} blocks (for example {known[0]})")
+        units = units[units["block"].isin(blocks)]
+    tables = tabulate_sql(units)
+    codes = encode(units)
+    by_block = units.groupby("block").indices
+    first = units.groupby("block").first()
+    return [BlockTask(b, str(first.loc[b, "tract"]), str(first.loc[b, "state"]), tables[b],
+                      codes[by_block[b]]) for b in sorted(tables)]
+
+
+def tasks_from_tables(published: dict[str, np.ndarray], blocks: list[str] | None,
+                      source: str) -> list[BlockTask]:
+    """One task per published block (all of them, or ``blocks``); no truth to check against."""
+    wanted = blocks or sorted(published)
+    for b in wanted:
+        if b not in published:
+            raise StatreconError(f"{source}: unknown block id {b}")
+    return [BlockTask(b, tract_of(b), state_of(b), published[b], None) for b in wanted]
 
 
 def run_blocks(tasks: Iterable[BlockTask], shared: Shared, *, workers: int = 1,
-               executor: str | None = None, store: Path | None = None,
-               progress: Callable[[dict[str, Any]], None] | None = None
-               ) -> Iterator[dict[str, Any]]:
-    """Yield a record per block as it finishes; with ``store``, append it there first.
+               executor: str | None = None, store: BlockStore | None = None,
+               progress: Progress | None = None) -> Iterator[dict[str, Any]]:
+    """Yield a record per block as it finishes; with ``store``, store it there first.
 
-    Blocks already in ``store`` with status "ok" are yielded from it and not run again.
+    Blocks ``store`` holds as finished are yielded from it and not run again. ``progress``
+    counts every block (stored ones too) and the non-trivial claims verified so far.
     """
-    done = read_records(store) if store is not None else {}
+    tasks = list(tasks)
+    finished = store.finished() if store is not None else set()
+    done = claims = 0
+
+    def step(rec: dict[str, Any]) -> Step:
+        nonlocal done, claims
+        done += 1
+        claims += sum(not c["trivial"] for c in rec["claims"])
+        return Step(done, len(tasks), claims, rec["block"])
+
+    if progress is not None:
+        progress(Step(0, len(tasks), 0))
     todo = []
     for task in tasks:
-        rec = done.get(task.block)
-        if rec is not None and rec.get("status") == "ok":
+        if store is not None and task.block in finished:
+            rec = store.records[task.block]
             if progress is not None:
-                progress(rec)
+                progress(step(rec))
             yield rec
         else:
             todo.append(task)
-    handle = _append(store) if store is not None else None
     results = run_units(attack_block, shared, todo, workers=workers, executor=executor)
     try:
-        for _, rec in results:
-            if handle is not None:
-                handle.write(json.dumps(rec) + "\n")
-                handle.flush()
-                os.fsync(handle.fileno())
+        for task, rec in results:
+            if store is not None:
+                store.write(task.block, rec)
             if progress is not None:
-                progress(rec)
+                progress(step(rec))
             yield rec
     finally:  # on Ctrl-C or an error the pool stops now, not when the generator is collected
         results.close()
-        if handle is not None:
-            handle.close()
 
 
-def _append(store: Path) -> TextIO:
-    """Open the store for appending; a line torn by a crash is ended first, so the next record
-    starts on a line of its own (the torn one is ignored by ``read_records``)."""
-    torn = False
-    if store.exists() and store.stat().st_size:
-        with store.open("rb") as f:
-            f.seek(-1, os.SEEK_END)
-            torn = f.read(1) != b"\n"
-    handle = store.open("a", encoding="utf-8")
-    if torn:
-        handle.write("\n")
-    return handle
+def run_all_blocks(tasks: list[BlockTask], shared: Shared, *, workers: int = 1,
+                   executor: str | None = None, store: BlockStore | None = None,
+                   progress: Progress | None = None) -> list[dict[str, Any]]:
+    """Every block's record (``run_blocks``), in the order of ``tasks``."""
+    records = list(run_blocks(tasks, shared, workers=workers, executor=executor, store=store,
+                              progress=progress))
+    order = {t.block: i for i, t in enumerate(tasks)}
+    return sorted(records, key=lambda r: order.get(r["block"], 0))

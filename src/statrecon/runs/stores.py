@@ -1,21 +1,33 @@
-"""Resumable reconstruction output: one Parquet part per finished tract, merged at the end.
+"""Resumable run stores: one rule for every run, census tracts and claims blocks alike.
 
-While a run is going, ``OUT.parts/`` holds one file per finished tract, each written to a
-temporary name and renamed (atomic on POSIX), so ``kill -9`` loses only the tracts in flight.
-A rerun reads the parts (and a previous ``OUT``), skips every tract that finished with status
-``ok`` or ``infeasible``, and redoes the ``unknown`` ones. When every tract is done the parts
-are merged into ``OUT`` (again via a temporary file) and removed.
+The rule (``UnitStore``):
 
-Each row is one block: its reconstructed persons (with a ``certain`` flag per person) and what
-was proven (``unique``, ``certain_persons``, and the same at the tables' age resolution).
+* each unit is stored as soon as it finishes, durably (a file renamed into place, or a line
+  flushed and fsync'ed), so ``kill -9`` loses only the units in flight;
+* the store is tied to a digest of the run's inputs; a store made from other inputs is
+  refused with a one-line ``StatreconError`` naming it, never mixed in (files written before
+  digests were recorded carry none and resume);
+* a rerun skips every unit stored with a final status (``FINAL``), runs the others again
+  (``unknown``: a time limit cut it short), and the newest record of a unit wins;
+* what a crash mid-write leaves (temporary files, a torn last line) is dropped.
+
+``ReconStore`` (census): one Parquet part per tract in ``OUT.parts/``, merged into ``OUT`` when
+every tract is done; the release digest is in each file's metadata. Each row is one block: its
+reconstructed persons (with a ``certain`` flag per person) and what was proven (``unique``,
+``certain_persons``, and the same at the tables' age resolution).
+
+``BlockStore`` (claims): one JSON line per block record (the shape of ``claims verify
+--json``); the run's parameters, its digest, in ``run.json`` next to it.
 """
 
 from __future__ import annotations
 
 import glob
 import json
+import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import pyarrow as pa
@@ -27,7 +39,24 @@ from statrecon.errors import StatreconError
 from statrecon.outputs import write_atomically
 
 META_KEY = b"statrecon.census.recon"
-DONE = ("ok", "infeasible")
+FINAL = ("ok", "infeasible")  # a unit stored with one of these is not run again
+
+
+@runtime_checkable
+class UnitStore(Protocol):
+    """What a run needs from its store (the rule in the module docstring)."""
+
+    digest: str  # of the run's inputs; a store of another digest is refused
+
+    def check(self) -> None:
+        """Refuse (StatreconError) a store made from other inputs, before any work."""
+
+    def finished(self) -> set[str]:
+        """Check, drop a crash's leftovers, and name the units not to run again."""
+
+    def write(self, unit: str, record: Any) -> None:
+        """Store one finished unit durably, with the digest."""
+
 
 PERSON = pa.struct([("sex", pa.string()), ("age", pa.int16())]
                    + [(r, pa.bool_()) for r in RACES]
@@ -84,7 +113,7 @@ def tract_table(result: TractResult, blocks: tuple[str, ...]) -> pa.Table:
 
 
 class ReconStore:
-    """Where a reconstruction run keeps its finished tracts (see module docstring)."""
+    """Where a census reconstruction keeps its finished tracts (see module docstring)."""
 
     def __init__(self, out: Path, release_digest: str) -> None:
         self.out = out
@@ -102,10 +131,9 @@ class ReconStore:
                                  f"choose another --out")
         return meta
 
-    def finished(self) -> dict[str, str]:
-        """Tract -> status of every tract already stored (final file and parts)."""
+    def _statuses(self) -> dict[str, str]:
+        """Tract -> status of every tract already stored (final file, then parts)."""
         done: dict[str, str] = {}
-        self._remove_stale()
         if self.out.exists():
             meta = self._meta(self.out)
             if not meta:
@@ -116,7 +144,16 @@ class ReconStore:
             for part in sorted(self.parts.glob("*.parquet")):
                 meta = self._meta(part)
                 done.update({t: s["status"] for t, s in meta.get("tracts", {}).items()})
-        return {t: s for t, s in done.items() if s in DONE}
+        return done
+
+    def check(self) -> None:
+        """Refuse an OUT or a part made from another release (each part records its own)."""
+        self._statuses()
+
+    def finished(self) -> set[str]:
+        """Tracts already stored with a final status (final file and parts)."""
+        self._remove_stale()
+        return {t for t, s in self._statuses().items() if s in FINAL}
 
     def _remove_stale(self) -> None:
         """Temporary files of a run killed mid-write (kill -9) are never valid: remove them."""
@@ -127,13 +164,13 @@ class ReconStore:
         for path in stale:
             path.unlink(missing_ok=True)
 
-    def write(self, table: pa.Table, tract: str) -> None:
-        """Store one tract atomically."""
+    def write(self, unit: str, record: pa.Table) -> None:
+        """Store one tract (its rows, from ``tract_table``) atomically."""
         self.parts.mkdir(parents=True, exist_ok=True)
-        meta = json.loads(table.schema.metadata[META_KEY])
+        meta = json.loads(record.schema.metadata[META_KEY])
         meta["release"] = self.digest
-        table = table.replace_schema_metadata({META_KEY: json.dumps(meta).encode()})
-        write_atomically(self.parts / f"{tract}.parquet", lambda tmp: pq.write_table(table, tmp))
+        table = record.replace_schema_metadata({META_KEY: json.dumps(meta).encode()})
+        write_atomically(self.parts / f"{unit}.parquet", lambda tmp: pq.write_table(table, tmp))
 
     def merge(self, run_info: dict[str, Any]) -> pa.Table:
         """Fold the parts into OUT (atomically), newest status per tract wins."""
@@ -180,3 +217,79 @@ def read_recon(path: Path) -> tuple[pa.Table, dict[str, Any]]:
         raise StatreconError(f"{path}: not a statrecon census reconstruction (make one with "
                              f"`statrecon census reconstruct`)")
     return table, json.loads(raw)
+
+
+class BlockStore:
+    """Where a claims run keeps its finished blocks (see module docstring).
+
+    ``inputs`` are the run's parameters (``claims experiment``: blocks, seed, formulation, k,
+    time limit), written to ``run.json`` as they were before this class existed, so a folder
+    of an older run resumes.
+    """
+
+    def __init__(self, path: Path, inputs: Mapping[str, Any]) -> None:
+        self.path = path
+        self.meta = path.with_name("run.json")
+        self.inputs = dict(inputs)
+        self.digest = json.dumps(self.inputs)
+        self.records: dict[str, dict[str, Any]] = {}  # as read by ``finished``
+
+    def check(self) -> None:
+        """Refuse a folder holding another run's results; record this run's parameters."""
+        if self.meta.exists() and _read_json(self.meta) != self.inputs:
+            raise StatreconError(f"{self.path.parent} holds results of a different run "
+                                 f"({self.meta.read_text(encoding='utf-8').strip()[:200]}); "
+                                 "use another --out")
+        write_atomically(self.meta, lambda tmp: tmp.write_text(self.digest, encoding="utf-8"))
+
+    def finished(self) -> set[str]:
+        """Blocks already stored with a final status; their records are in ``records``."""
+        self.check()
+        self._end_torn_line()
+        self.records = read_records(self.path)
+        return {b for b, r in self.records.items() if r.get("status") in FINAL}
+
+    def write(self, unit: str, record: dict[str, Any]) -> None:
+        """Append the record of block ``unit`` and make it durable (flush and fsync)."""
+        if record["block"] != unit:
+            raise ValueError(f"record of block {record['block']} stored as {unit}")
+        self._end_torn_line()
+        with self.path.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(record) + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+
+    def _end_torn_line(self) -> None:
+        """End a line a crash cut short, so the next record starts on a line of its own (the
+        torn one is ignored by ``read_records``)."""
+        if not self.path.exists() or not self.path.stat().st_size:
+            return
+        with self.path.open("rb") as f:
+            f.seek(-1, os.SEEK_END)
+            torn = f.read(1) != b"\n"
+        if torn:
+            with self.path.open("a", encoding="utf-8") as f:
+                f.write("\n")
+
+
+def _read_json(path: Path) -> object:
+    """The content of a JSON file (None if unreadable)."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+
+
+def read_records(path: Path) -> dict[str, dict[str, Any]]:
+    """Block -> newest record of a claims store (a torn last line from a crash is ignored)."""
+    out: dict[str, dict[str, Any]] = {}
+    if not path.exists():
+        return out
+    with path.open(encoding="utf-8") as f:
+        for line in f:
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            out[rec["block"]] = rec
+    return out

@@ -1,4 +1,4 @@
-"""Synthetic census blocks of housing units, and the households CSV format.
+"""Synthetic census blocks of housing units (the households CSV format: ``files``).
 
 No real 2010 household microdata (PPMF) is available offline, so the Generate-then-Verify
 experiment (reference 003, section 4) attacks *generated* blocks. ``generate_blocks`` draws a
@@ -49,9 +49,10 @@ Geography and sizes (modelling choices, not published figures):
   tract shares around their state's, and block shares (vacancy rate, tenure, race) around
   their tract's, with concentrations chosen so blocks are more homogeneous than tracts.
 * housing units per block: lognormal with median 10 and sigma 1.1 (mean about 18), rounded,
-  at least 1 and at most 500. 2010 had 131.7M housing units in roughly 6.5M blocks with any
-  housing (mean about 20); a median of about 10 is approximate. Tracts have 30 to 45 blocks
-  (real tracts have more; smaller keeps the population file small).
+  at least 1 and at most 4,095 (``files.MAX_BLOCK_UNITS``). 2010 had 131.7M housing units in
+  roughly 6.5M blocks with any housing (mean about 20); a median of about 10 is approximate.
+  Tracts have 30 to 45 blocks (real tracts have more; smaller keeps the population file
+  small).
 * one target block per tract, picked uniformly, with its size drawn from the same lognormal
   truncated to 2..60 units: the cap bounds the exact solving cost of a block, which grows
   quickly with the number of units.
@@ -59,38 +60,21 @@ Geography and sizes (modelling choices, not published figures):
 
 from __future__ import annotations
 
-import csv
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from statrecon.census.geography import (
-    BLOCK_GEOID,
-    GEOID_LENGTH,
-    STATE_LENGTH,
-    TRACT_LENGTH,
-    state_of,
-    tract_of,
-)
+from statrecon.census.geography import state_of, tract_of
 from statrecon.census.households import schema as hh
+from statrecon.census.households.files import MAX_BLOCK_UNITS, OUTPUT_COLUMNS, incoherent
 from statrecon.errors import StatreconError
-
-GEO_COLUMNS = ("block", "tract", "state")
-OUTPUT_COLUMNS = (*GEO_COLUMNS, *hh.COLUMN_NAMES)
-REQUIRED_COLUMNS = ("block", *hh.COLUMN_NAMES)  # tract and state follow from the block id
 
 MIN_TARGET_UNITS = 2
 MAX_TARGET_UNITS = 60
-MAX_BLOCK_UNITS = 500
 MAX_TARGETS = 10_000
-# The claims engine packs a multiplicity in 12 bits, and no census block has 4,096 or more
-# housing units (the largest have a few thousand): more is a mistake or an attack.
-MAX_BLOCK_UNITS = 4095
 BLOCK_UNITS_MEDIAN = 10.0
 BLOCK_UNITS_SIGMA = 1.1
 BLOCKS_PER_TRACT = (30, 45)
@@ -484,22 +468,6 @@ def _draw_units(rng: np.random.Generator, model: _Model, ub: np.ndarray, ut: np.
     return codes
 
 
-def incoherent(codes: np.ndarray) -> np.ndarray:
-    """Which rows of unit codes break a structural rule (``households.broken_rule``).
-
-    Vectorised: each rule's forbidden pattern is matched (``households.pattern_mask``) once
-    against the distinct rows. Same answer as ``households.type_index(codes) < 0`` for valid
-    codes, without enumerating ``unit_types()`` (a second or two on a cold start).
-    """
-    codes = np.asarray(codes, dtype=np.uint8).reshape(-1, hh.N_COLUMNS)
-    _, first, inverse = np.unique(hh.pack(codes), return_index=True, return_inverse=True)
-    distinct = codes[first]
-    bad = np.zeros(len(distinct), dtype=bool)
-    for rule in hh.rules():
-        bad |= hh.pattern_mask(distinct, rule.pattern)
-    return np.asarray(bad[inverse.reshape(-1)])
-
-
 def _check_coherent(codes: np.ndarray) -> None:
     """Every generated unit passes ``households.broken_rule``; a failure is a bug."""
     bad = incoherent(codes)
@@ -522,171 +490,3 @@ def _frame(codes: np.ndarray, unit_block: np.ndarray, block_ids: np.ndarray) -> 
                           dtype=object)
         data[column.name] = lookup[codes[:, j]]
     return pd.DataFrame(data, columns=list(OUTPUT_COLUMNS))
-
-
-# --- codes ----------------------------------------------------------------------------------
-
-def _column_codes(values: pd.Series | np.ndarray, column: hh.Column) -> np.ndarray:
-    """Codes of one column (NA -> households.NA_CODE), -1 where the value is unknown."""
-    known = {v: i for i, v in enumerate(column.values)}
-    if column.name != "vacancy":  # every unit is occupied or vacant for a reason
-        known[hh.NA] = hh.NA_CODE
-    uniq, inverse = _factorize(values)
-    table = np.array([known.get(u, -1) for u in uniq], dtype=np.int16)
-    return table[inverse] if len(uniq) else np.zeros(0, dtype=np.int16)
-
-
-def encode(df: pd.DataFrame) -> np.ndarray:
-    """Unit codes (uint8, shape (n, 10), columns in ``households.COLUMN_NAMES`` order).
-
-    NA is ``households.NA_CODE``. Raises StatreconError for a missing column or an unknown
-    value (``read_households`` gives the same with file and line).
-    """
-    missing = [n for n in hh.COLUMN_NAMES if n not in df.columns]
-    if missing:
-        raise StatreconError(f"missing column(s) {', '.join(missing)}")
-    out = np.empty((len(df), hh.N_COLUMNS), dtype=np.uint8)
-    for j, column in enumerate(hh.COLUMNS):
-        codes = _column_codes(df[column.name], column)
-        bad = np.flatnonzero(codes < 0)
-        if len(bad):
-            raise StatreconError(_unknown_value(column, df[column.name].iloc[bad[0]]))
-        out[:, j] = codes
-    return out
-
-
-def _unknown_value(column: hh.Column, value: object) -> str:
-    allowed = [*column.values] + ([hh.NA] if column.name != "vacancy" else [])
-    return f"unknown {column.name} value {value!r} (allowed: {', '.join(allowed)})"
-
-
-# --- files ----------------------------------------------------------------------------------
-
-def write_households_csv(df: pd.DataFrame, path: Path | str) -> None:
-    """Write housing units as CSV: block, tract, state and the ten columns, a header line."""
-    path = Path(path)
-    missing = [c for c in OUTPUT_COLUMNS if c not in df.columns]
-    if missing:
-        raise StatreconError(f"{path}: cannot write households without column(s) "
-                             f"{', '.join(missing)}")
-    columns = []
-    plain = True
-    for c in OUTPUT_COLUMNS:
-        col = df[c].to_numpy(dtype=object)
-        uniq = pd.unique(col)
-        if not all(isinstance(v, str) for v in uniq):
-            col = np.array([str(v) for v in col], dtype=object)
-            uniq = pd.unique(col)
-        plain = plain and not any(re.search(r'[,"\r\n]', v) for v in uniq)
-        columns.append(col)
-    try:
-        with path.open("w", encoding="utf-8", newline="") as f:
-            if plain:  # nothing to quote: join, twice as fast as csv.writer
-                f.write(",".join(OUTPUT_COLUMNS) + "\n")
-                f.writelines(",".join(row) + "\n"
-                             for row in zip(*columns, strict=True))
-            else:
-                writer = csv.writer(f, lineterminator="\n")
-                writer.writerow(OUTPUT_COLUMNS)
-                writer.writerows(zip(*columns, strict=True))
-    except OSError as e:
-        raise StatreconError(f"{path}: cannot write: {e.strerror or e}") from None
-
-
-def _factorize(values: pd.Series | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    codes, uniques = pd.factorize(np.asarray(values, dtype=object))
-    return np.asarray(uniques, dtype=object), np.asarray(codes)
-
-
-def _stripped(values: pd.Series) -> np.ndarray:
-    """Values without surrounding blanks (stripping each distinct value once)."""
-    uniq, inverse = _factorize(values)
-    return np.array([str(u).strip() for u in uniq], dtype=object)[inverse] if len(uniq) \
-        else np.array([], dtype=object)
-
-
-def read_households(path: Path | str) -> pd.DataFrame:
-    """Read and validate a households CSV (the format ``write_households_csv`` writes).
-
-    Needs a header line with ``block`` and the ten columns of ``households.COLUMN_NAMES``;
-    ``tract`` and ``state`` are optional (they follow from the 15-digit block id) but must
-    agree with it when present. Other columns are ignored; blank lines are skipped. Every
-    value is a string; vacant units have ``NA`` in the household columns. Every mistake
-    names the file and the line (the header is line 1). Returns the columns block, tract,
-    state and the ten columns, as strings.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise StatreconError(f"{path}: no such file")
-    try:
-        raw = pd.read_csv(path, dtype=object, keep_default_na=False, na_filter=False,
-                          skip_blank_lines=False, encoding="utf-8")
-    except pd.errors.EmptyDataError:
-        raise StatreconError(f"{path}: empty file; a households file needs a header line "
-                             f"with {', '.join(OUTPUT_COLUMNS)}") from None
-    except pd.errors.ParserError as e:
-        first = str(e).strip().splitlines()[0]
-        raise StatreconError(f"{path}: not a valid CSV file: {first}") from None
-    except UnicodeDecodeError:
-        raise StatreconError(f"{path}: not UTF-8 text") from None
-    except OSError as e:
-        raise StatreconError(f"{path}: cannot read: {e.strerror or e}") from None
-    raw.columns = [str(c).strip() for c in raw.columns]
-    missing = [c for c in REQUIRED_COLUMNS if c not in raw.columns]
-    if missing:
-        raise StatreconError(f"{path}: line 1: missing column(s) {', '.join(missing)}; a "
-                             f"households file needs {', '.join(OUTPUT_COLUMNS)} (tract "
-                             "and state may be left out)")
-    blank = np.ones(len(raw), dtype=bool)
-    for j in range(raw.shape[1]):
-        blank &= raw.iloc[:, j].to_numpy(dtype=object) == ""
-    keep = ~blank
-    lines = (np.arange(len(raw)) + 2)[keep]  # the header is line 1; blank lines are skipped
-    cols = {c: _stripped(raw[c])[keep] for c in OUTPUT_COLUMNS if c in raw.columns}
-    if len(lines) == 0:
-        raise StatreconError(f"{path}: no housing units (the file has only a header line)")
-
-    def where(bad: np.ndarray) -> tuple[int, str, str]:
-        """(row, 'PATH: line N', ' (k more such rows)') of the first bad row."""
-        i, n = int(np.argmax(bad)), int(bad.sum())
-        return i, f"{path}: line {lines[i]}", (f" ({n - 1} more such rows)" if n > 1 else "")
-
-    block = cols["block"]
-    uniq, inverse = _factorize(block)
-    bad = np.array([BLOCK_GEOID.fullmatch(b) is None for b in uniq], dtype=bool)[inverse]
-    if bad.any():
-        i, at, more = where(bad)
-        raise StatreconError(f"{at}: block id {block[i]!r} is not {GEOID_LENGTH} digits "
-                             f"(state 2, county 3, tract 6, block 4){more}")
-    units_in = np.bincount(inverse)
-    if len(units_in) and units_in.max() > MAX_BLOCK_UNITS:
-        big = int(np.argmax(units_in))
-        i, at, _ = where(np.cumsum(inverse == big) == MAX_BLOCK_UNITS + 1)
-        raise StatreconError(f"{at}: block {uniq[big]} has {int(units_in[big]):,} housing "
-                             f"units, more than a census block holds (at most "
-                             f"{MAX_BLOCK_UNITS:,})")
-    for name, length in (("tract", TRACT_LENGTH), ("state", STATE_LENGTH)):
-        derived = np.array([b[:length] for b in uniq], dtype=object)[inverse]
-        if name not in cols:
-            cols[name] = derived
-            continue
-        bad = cols[name] != derived
-        if bad.any():
-            i, at, more = where(bad)
-            raise StatreconError(f"{at}: {name} {cols[name][i]!r} disagrees with block "
-                                 f"{block[i]} (whose {name} is {derived[i]}){more}")
-    codes = np.empty((len(lines), hh.N_COLUMNS), dtype=np.uint8)
-    for j, column in enumerate(hh.COLUMNS):
-        col_codes = _column_codes(cols[column.name], column)
-        bad = col_codes < 0
-        if bad.any():
-            i, at, more = where(bad)
-            raise StatreconError(f"{at}: {_unknown_value(column, cols[column.name][i])}{more}")
-        codes[:, j] = col_codes
-    bad = incoherent(codes)
-    if bad.any():
-        i, at, more = where(bad)
-        rule = hh.broken_rule(hh.decode(codes[i]))
-        why = rule.message if rule is not None else "not a coherent housing unit"
-        raise StatreconError(f"{at} breaks a structural rule: {why}{more}")
-    return pd.DataFrame({c: cols[c] for c in OUTPUT_COLUMNS}, columns=list(OUTPUT_COLUMNS))
