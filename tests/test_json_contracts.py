@@ -12,6 +12,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+import yaml
 from conftest import CliRunner
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -100,6 +102,30 @@ def test_census_keys(run_cli: CliRunner, tmp_path: Path) -> None:
                              "--json", "--quiet")
     assert code == 0, err
     keys(json.loads(out), CENSUS_COMPARE, "census compare")
+    html = tmp_path / "report.html"
+    code, out, err = run_cli("census", "report", recon, "--out", html, "--truth", persons,
+                             "--json", "--quiet")
+    assert code == 0, err
+    assert json.loads(out) == {"out": str(html), "truth": str(persons)} and html.exists()
+    block = pd.read_parquet(release)["geoid"].iloc[0]
+    code, out, err = run_cli("census", "block-release", release, "--block", block, "--out",
+                             tmp_path / "b.yaml", "--json")
+    assert code == 0, err
+    written = yaml.safe_load((tmp_path / "b.yaml").read_text())
+    assert json.loads(out) == {"out": str(tmp_path / "b.yaml"), "block": block,
+                               "statistics": len(written["statistics"])}
+
+
+def test_claims_tabulate_keys(run_cli: CliRunner, tmp_path: Path) -> None:
+    from test_claims_cli import households
+
+    out_csv = tmp_path / "tables.csv"
+    code, out, err = run_cli("claims", "tabulate", "--households", households(tmp_path),
+                             "--out", out_csv, "--json")
+    assert code == 0, err
+    written = pd.read_csv(out_csv, dtype=str)
+    assert json.loads(out) == {"out": str(out_csv), "blocks": written["block"].nunique(),
+                               "cells": len(written) // written["block"].nunique()}
 
 
 def test_claims_verify_keys(run_cli: CliRunner, tmp_path: Path) -> None:

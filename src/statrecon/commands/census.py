@@ -146,14 +146,21 @@ def block_release(
     release: Annotated[Path, typer.Argument(help="Release file from `census tabulate`.")],
     block: Annotated[str, typer.Option(help="15-digit block geoid.")],
     out: Annotated[Path, typer.Option(help="Release file (YAML) to write.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print what was written as JSON on "
+                                          "stdout.")] = False,
 ) -> None:
     """One block's SF1 cells as statrecon statistics (for `statrecon reconstruct`)."""
     from statrecon.census.persons.as_release import block_release as block_document
     from statrecon.census.persons.release import read_release
 
     check_writable(out, "--out")
-    text = dump_yaml(block_document(read_release(release), block), width=1000)
+    document = block_document(read_release(release), block)
+    text = dump_yaml(document, width=1000)
     write_atomically(out, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+    if as_json:
+        print(json.dumps({"out": str(out), "block": block,
+                          "statistics": len(document["statistics"])}))
+        return
     Console(stderr=True).print(f"wrote {out}")
 
 
@@ -203,6 +210,8 @@ def report(
     truth: Annotated[Path | None, typer.Option(help="True persons file, for match-rate "
                                                "plots.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress on stderr.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print what was written as JSON on "
+                                          "stdout.")] = False,
 ) -> None:
     """An HTML report with plots a data steward can read."""
     from statrecon.experiments.census_match import truth_scores
@@ -212,4 +221,7 @@ def report(
     with activity("Writing the report…", quiet=quiet):
         scores = None if truth is None else truth_scores(truth, recon)
         write_report(recon, out, truth=scores)
+    if as_json:
+        print(json.dumps({"out": str(out), "truth": None if truth is None else str(truth)}))
+        return
     Console(stderr=True).print(f"wrote {out}")

@@ -145,6 +145,8 @@ def verify(
 def tabulate(
     households: Annotated[Path, typer.Option(help="Housing units CSV.")],
     out: Annotated[Path, typer.Option(help="Tables CSV to write (block, cell, value).")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print what was written as JSON on "
+                                          "stdout.")] = False,
 ) -> None:
     """Publish every block table cell (zeros included) of a households file, as a CSV."""
     from statrecon.census.households import tables as hht
@@ -154,8 +156,11 @@ def tabulate(
     check_writable(out, "--out")
     tables = tabulate_sql(read_households(households))
     write_atomically(out, lambda tmp: write_tables(tables, tmp))
-    Console(stderr=True).print(f"{len(tables)} blocks x {len(hht.table_index().cells)} cells "
-                               f"-> {out}")
+    cells = len(hht.table_index().cells)
+    if as_json:
+        print(json.dumps({"out": str(out), "blocks": len(tables), "cells": cells}))
+        return
+    Console(stderr=True).print(f"{len(tables)} blocks x {cells} cells -> {out}")
 
 
 def experiment(
