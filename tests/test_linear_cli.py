@@ -178,3 +178,41 @@ statistics:
     assert data["determined"][0]["index"] == 0 and data["determined"][0]["value"] == 3
     assert data["determined"][0]["certificate"] == [
         {"statistic": "a", "coefficient": 1}, {"statistic": "b", "coefficient": -1}]
+
+
+def test_truth_comes_with_its_baseline() -> None:
+    """The baseline guesses one value for every record: the commonest true value (accuracy)
+    and the median (error). Hospital truth: 4.3 5.2 6.1 3.2 7.1 6.2, all distinct, median
+    5.65."""
+    proc = statrecon("reconstruct", HOSPITAL, "--method", "ls", "--bounds",
+                     "sugar_low,sugar_high", "--truth", EXAMPLES / "hospital_truth.csv",
+                     "--json")
+    assert proc.returncode == 0, proc.stderr
+    data = json_of(proc)
+    truth = [4.3, 5.2, 6.1, 3.2, 7.1, 6.2]
+    assert data["baseline_accuracy"] == pytest.approx(1 / 6)
+    assert data["baseline_mean_absolute_error"] == pytest.approx(
+        sum(abs(v - 5.65) for v in truth) / 6)
+    assert data["mean_absolute_error"] < data["baseline_mean_absolute_error"]
+    human = statrecon("reconstruct", HOSPITAL, "--method", "ls", "--bounds",
+                      "sugar_low,sugar_high", "--truth", EXAMPLES / "hospital_truth.csv")
+    assert "(baseline 16.67%)" in human.stdout and "commonest true value" in human.stdout
+
+
+def test_an_indicator_truth_comes_with_the_majority_baseline(tmp_path: Path) -> None:
+    """60 records, 15 of them 'yes': guessing 'not yes' for everyone scores 75%."""
+    rows = "".join(f"{i},{'yes' if i % 4 == 0 else 'no'}\n" for i in range(1, 61))
+    truth = write(tmp_path, "truth.csv", "id,ill\n" + rows)
+    pub = write(tmp_path, "pub.csv", "id\n" + "".join(f"{i}\n" for i in range(1, 61)))
+    rel = write(tmp_path, "r.yaml", (
+        "version: 1\ntable: t\ncolumns:\n"
+        "  id: {type: integer, known: true}\n"
+        "  ill: {type: categorical, values: ['no', 'yes']}\n"
+        "statistics:\n"
+        "  - {id: a, sql: \"SELECT COUNT(*) FROM t WHERE ill = 'yes' AND id < 5\", value: 1}\n"
+        "  - {id: b, sql: \"SELECT COUNT(*) FROM t WHERE ill = 'yes' AND id < 4\", value: 0}\n"))
+    proc = statrecon("reconstruct", rel, "--public", pub, "--truth", truth, "--json")
+    assert proc.returncode == 0, proc.stderr
+    data = json_of(proc)
+    assert data["baseline_accuracy"] == pytest.approx(0.75)
+    assert "baseline_mean_absolute_error" not in data

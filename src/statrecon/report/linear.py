@@ -71,7 +71,10 @@ def _value(result: LinearResult, value: Fraction) -> Any:
 
 
 def add_truth(data: dict[str, Any], result: LinearResult, path: Path) -> None:
-    """Accuracy (fraction right) and, for numeric secrets, mean absolute error."""
+    """Accuracy (fraction right) and, for numeric secrets, mean absolute error, each next to
+    its baseline: one guess for every record, the commonest true value (for the error, the
+    median), which needs the truth's distribution but nothing the release says. An attack is
+    worth reporting only where it beats that."""
     system = result.system
     name = system.secret.name
     frame = read_table(path, (name,) if system.secret.kind == "indicator" else ())
@@ -88,6 +91,8 @@ def add_truth(data: dict[str, Any], result: LinearResult, path: Path) -> None:
             raise StatreconError(f"{path}:{bad[0] + 2}: '{truth[bad[0]]}' is not a value of "
                                  f"{name}")
         data["accuracy"] = float(np.mean(np.array(wanted) == np.array(got)))
+        share = float(np.mean(wanted)) if wanted else 0.0
+        data["baseline_accuracy"] = max(share, 1.0 - share)
         return
     try:
         t = np.asarray(truth, dtype=float)
@@ -99,6 +104,15 @@ def add_truth(data: dict[str, Any], result: LinearResult, path: Path) -> None:
         tol = np.full_like(t, 0.5)
     data["accuracy"] = float(np.mean(np.abs(est - t) <= tol))
     data["mean_absolute_error"] = float(np.mean(np.abs(est - t)))
+    data["baseline_accuracy"] = _commonest_share(t, tol)
+    data["baseline_mean_absolute_error"] = float(np.mean(np.abs(np.median(t) - t)))
+
+
+def _commonest_share(t: np.ndarray, tol: np.ndarray) -> float:
+    """The best accuracy of one value guessed for every record (a true value, within tol)."""
+    if not len(t):
+        return 0.0
+    return max(float(np.mean(np.abs(v - t) <= tol)) for v in t)
 
 
 def render(result: LinearResult, console: Console, data: dict[str, Any]) -> None:
@@ -143,9 +157,14 @@ def render(result: LinearResult, console: Console, data: dict[str, Any]) -> None
     console.print(f"Estimate of {_markup(name)} ({result.method}, an estimate, not a proof): "
                   f"residual {result.residual:.4g}")
     if "accuracy" in data:
-        console.print(f"Against the truth: accuracy {data['accuracy']:.2%}"
-                      + (f", mean absolute error {data['mean_absolute_error']:.4g}"
-                         if "mean_absolute_error" in data else ""))
+        console.print(f"Against the truth: accuracy {data['accuracy']:.2%} (baseline "
+                      f"{data['baseline_accuracy']:.2%})"
+                      + (f", mean absolute error {data['mean_absolute_error']:.4g} (baseline "
+                         f"{data['baseline_mean_absolute_error']:.4g})"
+                         if "mean_absolute_error" in data else "")
+                      + "; baseline: one guess for every record, the commonest true value"
+                      + (" (for the error, the median)" if "mean_absolute_error" in data
+                         else ""))
     for note in result.notes:
         console.print(f"note: {_markup(note)}")
 
