@@ -22,12 +22,13 @@ EXAMPLES = ROOT / "examples"
 RECONSTRUCT_EXACT = {
     "status", "method", "solution_count", "complete", "solutions", "certain_rows",
     "certain_cells", "column_values", "column_ranges", "certain_complete", "conflict",
-    "conflict_minimal", "ignored_statistics", "elapsed_s",
+    "conflict_minimal", "ignored_statistics", "elapsed_s", "route",
 }
+ROUTE = {"engine", "method", "reason"}
 CERTAIN_ROW = {"row", "multiplicity"}
 RECONSTRUCT_LINEAR = {
     "status", "method", "secret", "estimate", "determined", "determined_checked", "rank",
-    "residual", "records", "statistics", "ignored_statistics", "elapsed_s",
+    "residual", "records", "statistics", "ignored_statistics", "elapsed_s", "route",
 }
 DETERMINED = {"index", "value", "certificate"}
 CERTIFICATE_TERM = {"statistic", "coefficient"}
@@ -187,3 +188,21 @@ def test_tabulate_json_keys_and_counts(run_cli: CliRunner, tmp_path: Path) -> No
     assert result["statistics"] == len(filled) == len(data["statistics"])
     assert result["suppressed"] == sum(1 for s in filled if s.get("suppressed")) >= 1
     assert result["out"] == str(out)
+
+
+def test_reconstruct_says_which_engine_answered_and_why(run_cli: CliRunner) -> None:
+    """``route``: auto sends a release with no public table to CP-SAT, a linear one to
+    determine; an explicit method is its own reason."""
+    cases = [((EXAMPLES / "block_2b.yaml",), "exact", "exact", "auto: not linear"),
+             ((EXAMPLES / "hospital.yaml",), "linear", "determine", "auto: every statistic"),
+             ((EXAMPLES / "hospital.yaml", "--method", "ls"), "linear", "ls", "--method ls"),
+             ((EXAMPLES / "block_2b.yaml", "--method", "exact"), "exact", "exact",
+              "--method exact")]
+    for args, engine, method, reason in cases:
+        code, out, err = run_cli("reconstruct", *args, "--json", "--quiet")
+        assert code == 0, err
+        data = json.loads(out)
+        keys(data["route"], ROUTE, "route")
+        assert (data["route"]["engine"], data["route"]["method"], data["method"]) == (
+            engine, method, method)
+        assert data["route"]["reason"].startswith(reason), data["route"]

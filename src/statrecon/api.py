@@ -18,7 +18,7 @@ from statrecon.release.files import load_release
 from statrecon.release.known import PublicTable, compile_known, load_public, read_table
 from statrecon.release.model import Release
 from statrecon.release.statistic import Noisy
-from statrecon.result import ReconstructionResult
+from statrecon.result import ReconstructionResult, Route
 
 METHODS = ("auto", "exact", *LINEAR_METHODS)
 
@@ -44,10 +44,13 @@ def reconstruct(
     if method not in METHODS:
         raise StatreconError(f"unknown method '{method}' (choose from {', '.join(METHODS)})")
     table = resolve_public(release, public)
+    why = f"--method {method}"
     if method != "exact":
         reason = linear_reason(release, table) if table is not None else "no public table"
-        if method == "auto" and reason is None and not _exact_is_stronger(release, table):
-            method = "determine"
+        if method == "auto":
+            why = _auto_reason(release, table, reason)
+            if reason is None and not _exact_is_stronger(release, table):
+                method = "determine"
         if method in LINEAR_METHODS:
             if reason is not None:
                 raise StatreconError(f"--method {method}: {reason}")
@@ -56,9 +59,10 @@ def reconstruct(
             opts = linear or LinearOptions()
             system = compile_linear(release, table, per_record, max_cells=opts.max_cells)
             try:
-                return reconstruct_linear(system, replace(opts, method=method))
+                result = reconstruct_linear(system, replace(opts, method=method))
             except UnsuitableMethod as e:  # the user's choice of method; anything else is a bug
                 raise StatreconError(f"--method {method}: {e}") from None
+            return replace(result, route=Route("linear", method, why))
         if bounds:
             raise StatreconError("--bounds applies to the linear engine only")
     known = compile_known(release, table)
@@ -68,7 +72,19 @@ def reconstruct(
             f"{release.source or 'release'}: {missing[0]} has no published value "
             "(fill it with statrecon tabulate)"
         )
-    return reconstruct_exact(release, known, options)
+    exact = reconstruct_exact(release, known, options)
+    return replace(exact, route=Route("exact", "exact", why))
+
+
+def _auto_reason(release: Release, table: PublicTable | None, reason: str | None) -> str:
+    """Why ``auto`` chose its engine, in words (``route.reason``)."""
+    if reason is not None:
+        return f"auto: not linear in one secret column ({reason}), so the exact engine"
+    if _exact_is_stronger(release, table):
+        return (f"auto: a discrete secret over at most {EXACT_MAX_ROWS} known rows, where CP-SAT "
+                "also uses the domain and enumerates every dataset")
+    return ("auto: every statistic is linear in one secret column of the public table's rows, "
+            "so exact determinability plus a least-squares estimate")
 
 
 EXACT_MAX_ROWS = 40

@@ -450,59 +450,67 @@ SPEC_FORMS = (
 )
 
 
+def _spec_error(spec: str, why: str) -> MechanismError:
+    """The one-line message naming the spec, what is wrong and the accepted forms."""
+    return MechanismError(f"bad mechanism spec {spec!r}: {why}; accepted forms: {SPEC_FORMS}")
+
+
+def _spec_number(spec: str, value: str) -> float:
+    try:
+        x = float(value)
+    except ValueError:
+        raise _spec_error(spec, f"{value!r} is not a number") from None
+    if not math.isfinite(x):
+        raise _spec_error(spec, f"{value!r} is not a finite number")
+    return x
+
+
+def _spec_integer(spec: str, value: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise _spec_error(spec, f"{value!r} is not an integer") from None
+
+
+def _mechanism_of(spec: str, kind: str, args: list[str]) -> Mechanism:
+    """The mechanism of a known kind with the right number of parameters."""
+    if kind == "exact":
+        return ExactMechanism()
+    if kind == "round":
+        return Rounding(_spec_number(spec, args[0]))
+    if kind == "uniform":
+        return BoundedUniform(_spec_number(spec, args[0]))
+    if kind == "gaussian":
+        return Gaussian(_spec_number(spec, args[0]))
+    if kind == "laplace":
+        return Laplace(_spec_number(spec, args[0]))
+    if kind == "subsample":
+        return Subsampling(_spec_number(spec, args[0]))
+    if kind == "suppress":
+        return ThresholdSuppression(_spec_integer(spec, args[0]))
+    seed = _spec_integer(spec, args[1]) if len(args) > 1 else 0
+    return DiffixLike(_spec_number(spec, args[0]), seed)
+
+
 def mechanism_from_spec(spec: str) -> Mechanism:
     """Parse a CLI mechanism spec such as ``gaussian:2.5`` or ``suppress:5``.
 
     Raises :class:`MechanismError` (a StatreconError) with a one-line message naming the spec and
     the accepted forms.
     """
-
-    def bad(why: str) -> MechanismError:
-        return MechanismError(f"bad mechanism spec {spec!r}: {why}; accepted forms: {SPEC_FORMS}")
-
     text = spec.strip().lower()
     kind, _, rest = text.partition(":")
     args = rest.split(":") if rest else []
-
-    def number(value: str) -> float:
-        try:
-            x = float(value)
-        except ValueError:
-            raise bad(f"{value!r} is not a number") from None
-        if not math.isfinite(x):
-            raise bad(f"{value!r} is not a finite number")
-        return x
-
-    def integer(value: str) -> int:
-        try:
-            return int(value)
-        except ValueError:
-            raise bad(f"{value!r} is not an integer") from None
-
     arity = {"exact": (0, 0), "diffix": (1, 2)}.get(kind, (1, 1))
     known = {"exact", "round", "uniform", "gaussian", "laplace", "subsample", "suppress", "diffix"}
     if kind not in known:
-        raise bad(f"unknown mechanism {kind!r}")
+        raise _spec_error(spec, f"unknown mechanism {kind!r}")
     if not arity[0] <= len(args) <= arity[1]:
-        raise bad(f"{kind} takes {'no parameter' if arity[1] == 0 else 'a parameter'}")
+        raise _spec_error(spec, f"{kind} takes "
+                                f"{'no parameter' if arity[1] == 0 else 'a parameter'}")
     try:
-        if kind == "exact":
-            return ExactMechanism()
-        if kind == "round":
-            return Rounding(number(args[0]))
-        if kind == "uniform":
-            return BoundedUniform(number(args[0]))
-        if kind == "gaussian":
-            return Gaussian(number(args[0]))
-        if kind == "laplace":
-            return Laplace(number(args[0]))
-        if kind == "subsample":
-            return Subsampling(number(args[0]))
-        if kind == "suppress":
-            return ThresholdSuppression(integer(args[0]))
-        seed = integer(args[1]) if len(args) > 1 else 0
-        return DiffixLike(number(args[0]), seed)
+        return _mechanism_of(spec, kind, args)
     except MechanismError as err:
         if str(err).startswith("bad mechanism spec"):
             raise
-        raise bad(str(err)) from None
+        raise _spec_error(spec, str(err)) from None

@@ -363,6 +363,19 @@ def cohen_nissim(
 # --- conjunctions ---------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class _ConjunctionSpace:
+    """What a random conjunction is drawn from: the public columns and the condition count."""
+
+    cols: list[str]
+    kinds: dict[str, str]  # column -> "eq" (equality only) or "num" (also <= and >=)
+    values: dict[str, np.ndarray]  # column -> its values, in the frame's row order
+    n: int  # rows
+    lo: int  # fewest conditions per query
+    hi: int  # most conditions per query
+    range_probability: float
+
+
 def conjunctions(
     frame: Any,
     columns: Sequence[str],
@@ -387,6 +400,26 @@ def conjunctions(
     DataFrame with ``id_column`` and ``columns``, no missing values in them; the matrix follows
     the frame's row order.
     """
+    cols = _check_frame(frame, columns, id_column)
+    arr = _ids(frame[id_column].to_numpy())
+    n = arr.shape[0]
+    if k < 0:
+        raise QueryGenError(f"k must be >= 0, got {k}")
+    lo, hi = _condition_range(conditions, len(cols))
+    kinds, values = _column_kinds(frame, cols)
+    space = _ConjunctionSpace(cols, kinds, values, n, lo, hi, range_probability)
+    prefix, suffix = _statement_writer(table, secret_condition, sum_column)
+    rows: list[np.ndarray] = []
+    sql: list[str] = []
+    for _ in range(k):
+        row, parts = _random_conjunction(rng, space)
+        rows.append(row)
+        sql.append(prefix + " AND ".join(parts) + suffix)
+    return QuerySet(sql, _matrix(rows, n), arr)
+
+
+def _check_frame(frame: Any, columns: Sequence[str], id_column: str) -> list[str]:
+    """The public columns, checked: a pandas DataFrame holding them and the id column."""
     import pandas as pd
 
     if not isinstance(frame, pd.DataFrame):
@@ -397,20 +430,29 @@ def conjunctions(
     for name in [id_column, *cols]:
         if name not in frame.columns:
             raise QueryGenError(f"column {name!r} is not in the frame")
-    arr = _ids(frame[id_column].to_numpy())
-    n = arr.shape[0]
-    if k < 0:
-        raise QueryGenError(f"k must be >= 0, got {k}")
+    return cols
+
+
+def _condition_range(conditions: int | tuple[int, int] | None, n_cols: int) -> tuple[int, int]:
+    """(fewest, most) conditions per query, each within 1..the number of columns."""
     if conditions is None:
-        lo, hi = 1, len(cols)
+        lo, hi = 1, n_cols
     elif isinstance(conditions, int):
         lo, hi = conditions, conditions
     else:
         lo, hi = conditions
-    if not 1 <= lo <= hi <= len(cols):
+    if not 1 <= lo <= hi <= n_cols:
         raise QueryGenError(
-            f"conditions must lie in 1..{len(cols)} (the number of columns), got {conditions!r}"
+            f"conditions must lie in 1..{n_cols} (the number of columns), got {conditions!r}"
         )
+    return lo, hi
+
+
+def _column_kinds(frame: Any, cols: list[str]
+                  ) -> tuple[dict[str, str], dict[str, np.ndarray]]:
+    """Each column's kind ("eq" or "num") and values; missing or mixed values are errors."""
+    import pandas as pd
+
     kinds: dict[str, str] = {}
     values: dict[str, np.ndarray] = {}
     for name in cols:
@@ -432,28 +474,29 @@ def conjunctions(
         else:
             raise QueryGenError(f"column {name!r} has unsupported type {series.dtype}")
         values[name] = series.to_numpy(dtype=object if kinds[name] == "eq" else None)
-    prefix, suffix = _statement_writer(table, secret_condition, sum_column)
-    rows: list[np.ndarray] = []
-    sql: list[str] = []
-    for _ in range(k):
-        anchor = int(rng.integers(n))
-        count = int(rng.integers(lo, hi + 1))
-        chosen = [cols[i] for i in sorted(rng.choice(len(cols), size=count, replace=False))]
-        row = np.ones(n, dtype=bool)
-        parts: list[str] = []
-        for name in chosen:
-            v = values[name][anchor]
-            col = values[name]
-            op = "="
-            if kinds[name] == "num" and rng.random() < range_probability:
-                op = "<=" if rng.random() < 0.5 else ">="
-            if op == "=":
-                row &= np.asarray(col == v, dtype=bool)
-            elif op == "<=":
-                row &= np.asarray(col <= v, dtype=bool)
-            else:
-                row &= np.asarray(col >= v, dtype=bool)
-            parts.append(f"{quote_identifier(name)} {op} {sql_literal(v)}")
-        rows.append(row)
-        sql.append(prefix + " AND ".join(parts) + suffix)
-    return QuerySet(sql, _matrix(rows, n), arr)
+    return kinds, values
+
+
+def _random_conjunction(rng: np.random.Generator, space: _ConjunctionSpace
+                        ) -> tuple[np.ndarray, list[str]]:
+    """One query anchored on a random record: its matrix row and its SQL conditions."""
+    cols, kinds, values, n = space.cols, space.kinds, space.values, space.n
+    anchor = int(rng.integers(n))
+    count = int(rng.integers(space.lo, space.hi + 1))
+    chosen = [cols[i] for i in sorted(rng.choice(len(cols), size=count, replace=False))]
+    row = np.ones(n, dtype=bool)
+    parts: list[str] = []
+    for name in chosen:
+        v = values[name][anchor]
+        col = values[name]
+        op = "="
+        if kinds[name] == "num" and rng.random() < space.range_probability:
+            op = "<=" if rng.random() < 0.5 else ">="
+        if op == "=":
+            row &= np.asarray(col == v, dtype=bool)
+        elif op == "<=":
+            row &= np.asarray(col <= v, dtype=bool)
+        else:
+            row &= np.asarray(col >= v, dtype=bool)
+        parts.append(f"{quote_identifier(name)} {op} {sql_literal(v)}")
+    return row, parts

@@ -39,6 +39,19 @@ class CertainCell:
 
 
 @dataclass(frozen=True)
+class Route:
+    """Which engine answered and why: ``statrecon.reconstruct`` chooses under ``auto``, and a
+    reader must know whether a "proven" came from CP-SAT or from exact linear algebra."""
+
+    engine: Literal["exact", "linear"]
+    method: str
+    reason: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"engine": self.engine, "method": self.method, "reason": self.reason}
+
+
+@dataclass(frozen=True)
 class ReconstructionResult:
     """Everything the exact engine proved about the hidden table.
 
@@ -66,6 +79,7 @@ class ReconstructionResult:
     records: tuple[int, int] = (0, 0)
     elapsed_s: float = 0.0
     method: str = "exact"
+    route: Route | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The stable JSON contract of ``statrecon reconstruct --json``."""
@@ -87,5 +101,6 @@ class ReconstructionResult:
             "conflict": self.conflict,
             "conflict_minimal": self.conflict_minimal,
             "ignored_statistics": self.ignored,
+            "route": None if self.route is None else self.route.to_json(),
             "elapsed_s": round(self.elapsed_s, 4),
         }

@@ -389,6 +389,9 @@ def _conflict(m: _Model, options: CensusOptions, end: float | None) -> tuple[str
 SINGLE_SWAP_PARTNERS = 12
 
 
+_Trade = tuple[int, list[tuple[int, int]]]  # (variable lowered, (variable, change) pairs)
+
+
 def _swap_witnesses(m: _Model, mats: CellMatrices, first: np.ndarray) -> np.ndarray:
     """Upper bounds on each variable's least value from verified exchange witnesses.
 
@@ -401,10 +404,20 @@ def _swap_witnesses(m: _Model, mats: CellMatrices, first: np.ndarray) -> np.ndar
     used = np.flatnonzero(first > 0)
     if len(used) < 2:
         return bound
+    a = m.matrix()
+    deltas = _swap_candidates(m, mats, first, used)
+    if not deltas:
+        return bound
+    _lower_by_verified_trades(m, a, first, bound, deltas)
+    return bound
+
+
+def _swap_candidates(m: _Model, mats: CellMatrices, first: np.ndarray,
+                     used: np.ndarray) -> list[_Trade]:
+    """Candidate exchanges within each block class (not yet checked against the cells)."""
     klass = mats.block_class[m.cell_of[used]]
     index = {(int(m.block_of[j]), int(m.cell_of[j])): j for j in range(len(m.x))}
-    a = m.matrix()
-    deltas: list[tuple[int, list[tuple[int, int]]]] = []  # (variable lowered, changes)
+    deltas: list[_Trade] = []  # (variable lowered, changes)
     for k in np.unique(klass):
         members = used[klass == k]
         if len(np.unique(m.cell_of[members])) < 2 or len(np.unique(m.block_of[members])) < 2:
@@ -412,30 +425,51 @@ def _swap_witnesses(m: _Model, mats: CellMatrices, first: np.ndarray) -> np.ndar
         for j in members:
             b, c = int(m.block_of[j]), int(m.cell_of[j])
             partners = [p for p in members if m.block_of[p] != b and m.cell_of[p] != c]
-            changes: dict[int, int] = {}
-            moved = 0
-            for p in partners:
-                b2, c2 = int(m.block_of[p]), int(m.cell_of[p])
-                into_b, into_b2 = index.get((b, c2)), index.get((b2, c))
-                if into_b is None or into_b2 is None:
-                    continue
-                n = min(int(first[j]) - moved, int(first[p]))
-                for var, d in ((j, -n), (p, -n), (into_b, n), (into_b2, n)):
-                    changes[var] = changes.get(var, 0) + d
-                moved += n
-                if moved == first[j]:
-                    break
+            changes, moved = _bulk_trade(m, index, first, j, partners)
             if moved:
                 deltas.append((int(j), list(changes.items())))
             if m.medians:  # medians reject most bulk trades: also try one person at a time
-                for p in partners[:SINGLE_SWAP_PARTNERS]:
-                    b2, c2 = int(m.block_of[p]), int(m.cell_of[p])
-                    into_b, into_b2 = index.get((b, c2)), index.get((b2, c))
-                    if into_b is not None and into_b2 is not None:
-                        deltas.append((int(j), [(int(j), -1), (int(p), -1), (into_b, 1),
-                                                (into_b2, 1)]))
-    if not deltas:
-        return bound
+                deltas.extend(_single_trades(m, index, j, partners))
+    return deltas
+
+
+def _bulk_trade(m: _Model, index: dict[tuple[int, int], int], first: np.ndarray, j: int,
+                partners: list[int]) -> tuple[dict[int, int], int]:
+    """Move all of variable ``j``'s persons to partners' cells: (changes, persons moved)."""
+    b, c = int(m.block_of[j]), int(m.cell_of[j])
+    changes: dict[int, int] = {}
+    moved = 0
+    for p in partners:
+        b2, c2 = int(m.block_of[p]), int(m.cell_of[p])
+        into_b, into_b2 = index.get((b, c2)), index.get((b2, c))
+        if into_b is None or into_b2 is None:
+            continue
+        n = min(int(first[j]) - moved, int(first[p]))
+        for var, d in ((j, -n), (p, -n), (into_b, n), (into_b2, n)):
+            changes[var] = changes.get(var, 0) + d
+        moved += n
+        if moved == first[j]:
+            break
+    return changes, moved
+
+
+def _single_trades(m: _Model, index: dict[tuple[int, int], int], j: int,
+                   partners: list[int]) -> list[_Trade]:
+    """One-person exchanges of variable ``j`` with each of its first partners."""
+    b, c = int(m.block_of[j]), int(m.cell_of[j])
+    deltas: list[_Trade] = []
+    for p in partners[:SINGLE_SWAP_PARTNERS]:
+        b2, c2 = int(m.block_of[p]), int(m.cell_of[p])
+        into_b, into_b2 = index.get((b, c2)), index.get((b2, c))
+        if into_b is not None and into_b2 is not None:
+            deltas.append((int(j), [(int(j), -1), (int(p), -1), (into_b, 1),
+                                    (into_b2, 1)]))
+    return deltas
+
+
+def _lower_by_verified_trades(m: _Model, a: sp.csr_matrix, first: np.ndarray,
+                              bound: np.ndarray, deltas: list[_Trade]) -> None:
+    """Lower ``bound`` (in place) by each trade that keeps every published cell and median."""
     rows = [v for _, ch in deltas for v, _ in ch]
     cols = [w for w, (_, ch) in enumerate(deltas) for _ in ch]
     vals = [d for _, ch in deltas for _, d in ch]
@@ -456,7 +490,6 @@ def _swap_witnesses(m: _Model, mats: CellMatrices, first: np.ndarray) -> np.ndar
         if all(spec.holds_after(first, changed, step)
                for b in touched for spec in by_block.get(b, [])):
             bound[j] = first[j] + d[j, w]
-    return bound
 
 
 OBJECTIVE_ROUND_S = 1.0

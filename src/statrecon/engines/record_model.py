@@ -429,12 +429,19 @@ class RecordModel:
         return self._and(self.present[r], self.lit(r, pred))
 
     # --- statistics ---------------------------------------------------------------------
-    def _statistic(self, s: Statistic) -> None:
+    def _published(self, s: Statistic) -> Exact | Bounded | Suppressed | Empty | None:
+        """The answer to model; None for a noisy one (recorded as ignored)."""
         ans = s.answer
         if ans is None:
             raise StatreconError(f"{s.where_text} has no published value (run statrecon tabulate)")
         if isinstance(ans, Noisy):
             self.ignored.append(s.id)
+            return None
+        return ans
+
+    def _statistic(self, s: Statistic) -> None:
+        ans = self._published(s)
+        if ans is None:
             return
         enf = self._switch(s.id)
         m = self.model
@@ -458,12 +465,8 @@ class RecordModel:
         if agg is Aggregate.COUNT:
             self._between(count, low, high, enf)
         elif agg is Aggregate.COUNT_DISTINCT:
-            assert q.column is not None and self.known.public is not None
-            by_value: dict[Any, list[Lit]] = {}
-            for r, v in enumerate(self.known.public.columns[q.column]):
-                by_value.setdefault(v, []).append(matches[r])
-            distinct = sum(self._as_int(self._disj(lits)) for lits in by_value.values())
-            self._between(distinct, low, high, enf)
+            assert q.column is not None
+            self._count_distinct(q.column, matches, low, high, enf)
         elif agg in (Aggregate.SUM, Aggregate.AVG):
             assert q.column is not None
             total = sum(self._masked(r, q.column, matches[r]) for r in range(self.n))
@@ -479,6 +482,16 @@ class RecordModel:
         elif agg in (Aggregate.MIN, Aggregate.MAX):
             assert q.column is not None
             self._extreme(agg, q.column, matches, low, high, enf)
+
+    def _count_distinct(self, column: str, matches: list[Lit], low: Fraction, high: Fraction,
+                        enf: list[Any]) -> None:
+        """COUNT(DISTINCT column) of a public column: one literal per value some match has."""
+        assert self.known.public is not None
+        by_value: dict[Any, list[Lit]] = {}
+        for r, v in enumerate(self.known.public.columns[column]):
+            by_value.setdefault(v, []).append(matches[r])
+        distinct = sum(self._as_int(self._disj(lits)) for lits in by_value.values())
+        self._between(distinct, low, high, enf)
 
     def _between(self, expr: Any, low: Fraction, high: Fraction, enf: list[Any]) -> None:
         lo, hi = math.ceil(low), math.floor(high)

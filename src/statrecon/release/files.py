@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, Literal
@@ -286,89 +287,27 @@ def _describe_error(err: Any) -> str:
     return str(err["msg"])
 
 
+@dataclass(frozen=True)
+class _Locator:
+    """Errors at a key path of the release file, as ``file:line: message``."""
+
+    where: str
+    lines: _Lines
+
+    def fail(self, path: tuple[Any, ...], msg: str) -> ReleaseError:
+        return ReleaseError(f"{self.where}:{self.lines.line(path)}: {msg}")
+
+
 def _build(spec: ReleaseSpec, lines: _Lines, where: str, source: Path | None) -> Release:
-    def fail(path: tuple[Any, ...], msg: str) -> ReleaseError:
-        return ReleaseError(f"{where}:{lines.line(path)}: {msg}")
-
-    columns = []
-    for name, c in spec.columns.items():
-        loc = ("columns", name)
-        try:
-            check_identifier(name, "column name")
-        except StatreconError as e:
-            raise fail(loc, str(e)) from None
-        if c.type == "categorical":
-            if not c.values:
-                raise fail(loc, f"column '{name}': categorical columns need 'values'")
-            if len(set(c.values)) != len(c.values):
-                raise fail(loc, f"column '{name}': repeated values")
-            if c.min is not None or c.max is not None:
-                raise fail(loc, f"column '{name}': categorical columns take 'values', not min/max")
-        else:
-            if c.values is not None:
-                raise fail(loc, f"column '{name}': 'values' is for categorical columns")
-            if not c.known and (c.min is None or c.max is None):
-                raise fail(loc, f"column '{name}': unknown {c.type} columns need min and max")
-            if c.min is not None and c.max is not None and c.min > c.max:
-                raise fail(loc, f"column '{name}': min {c.min} is above max {c.max}")
-            if c.type == "integer" and any(
-                v is not None and float(v) != int(v) for v in (c.min, c.max)
-            ):
-                raise fail(loc, f"column '{name}': integer bounds must be whole numbers")
-        columns.append(
-            Column(
-                name=name,
-                type=ColumnType(c.type),
-                min=c.min,
-                max=c.max,
-                values=tuple(c.values or ()),
-                known=c.known,
-            )
-        )
+    at = _Locator(where, lines)
+    columns = [_column(name, c, at) for name, c in spec.columns.items()]
     if not columns:
-        raise fail(("columns",), "a release declares at least one column")
+        raise at.fail(("columns",), "a release declares at least one column")
     schema = Schema(table=spec.table, columns=tuple(columns))
-
-    records = None
-    if isinstance(spec.records, int):
-        if spec.records < 0:
-            raise fail(("records",), "records must be >= 0")
-        records = RecordCount(spec.records, spec.records)
-    elif spec.records is not None:
-        if spec.records.min > spec.records.max:
-            raise fail(("records",), "records: min is above max")
-        records = RecordCount(spec.records.min, spec.records.max)
-
-    suppression = None
-    if spec.suppression is not None:
-        if spec.suppression.min_count > spec.suppression.max_count:
-            raise fail(("suppression",), "suppression: min_count is above max_count")
-        suppression = SuppressionRule(spec.suppression.max_count, spec.suppression.min_count)
-
-    constraints = []
-    for i, sql in enumerate(spec.constraints):
-        try:
-            constraints.append(Constraint(sql, parse_predicate(sql, schema), lines.line(
-                ("constraints", i))))
-        except ReleaseError as e:
-            raise fail(("constraints", i), f"constraint[{i}] {sql!r}: {e}") from None
-
-    statistics: list[Statistic] = []
-    seen: set[str] = set()
-    for i, s in enumerate(spec.statistics):
-        stat_loc: tuple[str, int] = ("statistics", i)
-        label = f"statistic '{s.id}'"
-        if s.id in seen:
-            raise fail(stat_loc, f"{label}: id used twice")
-        seen.add(s.id)
-        try:
-            query = parse_query(s.sql, schema)
-            answer = _answer(s, suppression)
-            statistic = Statistic(s.id, s.sql, query, answer, lines.line(stat_loc))
-            _check_answer(statistic, schema)
-        except ReleaseError as e:
-            raise fail(stat_loc, f"{label}: {e}") from None
-        statistics.append(statistic)
+    records = _records(spec, at)
+    suppression = _suppression(spec, at)
+    constraints = _constraints(spec, schema, at)
+    statistics = _statistics(spec, schema, suppression, at)
 
     public, refusal = None, None
     if spec.public is not None:
@@ -384,6 +323,107 @@ def _build(spec: ReleaseSpec, lines: _Lines, where: str, source: Path | None) ->
         public=public,
         public_refusal=refusal,
     )
+
+
+def _column(name: str, c: ColumnSpec, at: _Locator) -> Column:
+    """One declared column, its name and bounds checked."""
+    loc = ("columns", name)
+    try:
+        check_identifier(name, "column name")
+    except StatreconError as e:
+        raise at.fail(loc, str(e)) from None
+    if c.type == "categorical":
+        _check_categorical(name, c, at)
+    else:
+        _check_numeric(name, c, at)
+    return Column(
+        name=name,
+        type=ColumnType(c.type),
+        min=c.min,
+        max=c.max,
+        values=tuple(c.values or ()),
+        known=c.known,
+    )
+
+
+def _check_categorical(name: str, c: ColumnSpec, at: _Locator) -> None:
+    loc = ("columns", name)
+    if not c.values:
+        raise at.fail(loc, f"column '{name}': categorical columns need 'values'")
+    if len(set(c.values)) != len(c.values):
+        raise at.fail(loc, f"column '{name}': repeated values")
+    if c.min is not None or c.max is not None:
+        raise at.fail(loc, f"column '{name}': categorical columns take 'values', not min/max")
+
+
+def _check_numeric(name: str, c: ColumnSpec, at: _Locator) -> None:
+    loc = ("columns", name)
+    if c.values is not None:
+        raise at.fail(loc, f"column '{name}': 'values' is for categorical columns")
+    if not c.known and (c.min is None or c.max is None):
+        raise at.fail(loc, f"column '{name}': unknown {c.type} columns need min and max")
+    if c.min is not None and c.max is not None and c.min > c.max:
+        raise at.fail(loc, f"column '{name}': min {c.min} is above max {c.max}")
+    if c.type == "integer" and any(
+        v is not None and float(v) != int(v) for v in (c.min, c.max)
+    ):
+        raise at.fail(loc, f"column '{name}': integer bounds must be whole numbers")
+
+
+def _records(spec: ReleaseSpec, at: _Locator) -> RecordCount | None:
+    """The published number of records (exact or a range), if any."""
+    records = None
+    if isinstance(spec.records, int):
+        if spec.records < 0:
+            raise at.fail(("records",), "records must be >= 0")
+        records = RecordCount(spec.records, spec.records)
+    elif spec.records is not None:
+        if spec.records.min > spec.records.max:
+            raise at.fail(("records",), "records: min is above max")
+        records = RecordCount(spec.records.min, spec.records.max)
+    return records
+
+
+def _suppression(spec: ReleaseSpec, at: _Locator) -> SuppressionRule | None:
+    suppression = None
+    if spec.suppression is not None:
+        if spec.suppression.min_count > spec.suppression.max_count:
+            raise at.fail(("suppression",), "suppression: min_count is above max_count")
+        suppression = SuppressionRule(spec.suppression.max_count, spec.suppression.min_count)
+    return suppression
+
+
+def _constraints(spec: ReleaseSpec, schema: Schema, at: _Locator) -> list[Constraint]:
+    constraints = []
+    for i, sql in enumerate(spec.constraints):
+        try:
+            constraints.append(Constraint(sql, parse_predicate(sql, schema), at.lines.line(
+                ("constraints", i))))
+        except ReleaseError as e:
+            raise at.fail(("constraints", i), f"constraint[{i}] {sql!r}: {e}") from None
+    return constraints
+
+
+def _statistics(spec: ReleaseSpec, schema: Schema, suppression: SuppressionRule | None,
+                at: _Locator) -> list[Statistic]:
+    """Every statistic parsed and its answer checked; ids are unique."""
+    statistics: list[Statistic] = []
+    seen: set[str] = set()
+    for i, s in enumerate(spec.statistics):
+        stat_loc: tuple[str, int] = ("statistics", i)
+        label = f"statistic '{s.id}'"
+        if s.id in seen:
+            raise at.fail(stat_loc, f"{label}: id used twice")
+        seen.add(s.id)
+        try:
+            query = parse_query(s.sql, schema)
+            answer = _answer(s, suppression)
+            statistic = Statistic(s.id, s.sql, query, answer, at.lines.line(stat_loc))
+            _check_answer(statistic, schema)
+        except ReleaseError as e:
+            raise at.fail(stat_loc, f"{label}: {e}") from None
+        statistics.append(statistic)
+    return statistics
 
 
 def _public_path(text: str, source: Path | None, where: str) -> tuple[Path, str | None]:

@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from statrecon.db import hardened, quote_identifier
 from statrecon.errors import ReleaseError, StatreconError
@@ -19,6 +19,9 @@ from statrecon.release.predicate import known_sql
 from statrecon.release.schema import Schema
 from statrecon.release.statistic import fraction_of
 from statrecon.result import plain
+
+if TYPE_CHECKING:
+    import duckdb
 
 MAX_VALUE = 10**15  # as for column bounds in release files: the solvers' 64-bit range
 
@@ -152,30 +155,10 @@ def load_public(path: Path, schema: Schema) -> PublicTable:
 
 def compile_known(release: Release, public: PublicTable | None) -> KnownData:
     """Evaluate every known-only snippet of the release with DuckDB (per public row)."""
-    if release.schema.known and public is None:
-        names = ", ".join(c.name for c in release.schema.known)
-        raise StatreconError(
-            f"{release.source or 'release'}: known column(s) {names} need a public table "
-            "(--public FILE, or 'public:' in the release)"
-        )
-    if public is not None and release.records is not None and not (
-        release.records.min <= public.rows <= release.records.max
-    ):
-        raise StatreconError(
-            f"{public.source}: {public.rows} rows, but the release says records "
-            f"{release.records.min}..{release.records.max}"
-        )
-    owners: dict[str, str] = {}
-    for s in release.statistics:
-        for sql in known_sql(s.query.where):
-            owners.setdefault(sql, s.where_text)
-    for i, c in enumerate(release.constraints):
-        for sql in known_sql(c.predicate):
-            owners.setdefault(sql, c.label(i))
+    _check_public_fits(release, public)
+    owners = _snippet_owners(release)
     if not owners:
         return KnownData(public=public, snippets={})
-    import duckdb
-
     table = release.schema.table
     frames: dict[str, Any] = {}
     tail = ""
@@ -190,18 +173,55 @@ def compile_known(release: Release, public: PublicTable | None) -> KnownData:
     try:
         snippets: dict[str, tuple[Fraction | bool, ...]] = {}
         for sql, owner in owners.items():
-            try:
-                raw = con.execute(f"SELECT ({sql}){tail}").fetchall()
-            except duckdb.Error as e:
-                raise ReleaseError(
-                    f"{owner}: DuckDB cannot evaluate {sql!r}: {str(e).splitlines()[0]}"
-                ) from None
-            values: list[Fraction | bool] = []
-            for (v,) in raw:
-                if v is None:
-                    raise ReleaseError(f"{owner}: {sql!r} evaluates to NULL on a public row")
-                values.append(v if isinstance(v, bool) else fraction_of(plain(v)))
-            snippets[sql] = tuple(values) if values else (False,)
+            snippets[sql] = _evaluate(con, sql, owner, tail)
         return KnownData(public=public, snippets=snippets)
     finally:
         con.close()
+
+
+def _check_public_fits(release: Release, public: PublicTable | None) -> None:
+    """A release with known columns has a public table, with as many rows as it says."""
+    if release.schema.known and public is None:
+        names = ", ".join(c.name for c in release.schema.known)
+        raise StatreconError(
+            f"{release.source or 'release'}: known column(s) {names} need a public table "
+            "(--public FILE, or 'public:' in the release)"
+        )
+    if public is not None and release.records is not None and not (
+        release.records.min <= public.rows <= release.records.max
+    ):
+        raise StatreconError(
+            f"{public.source}: {public.rows} rows, but the release says records "
+            f"{release.records.min}..{release.records.max}"
+        )
+
+
+def _snippet_owners(release: Release) -> dict[str, str]:
+    """Each known-only snippet and the first statistic or constraint that uses it."""
+    owners: dict[str, str] = {}
+    for s in release.statistics:
+        for sql in known_sql(s.query.where):
+            owners.setdefault(sql, s.where_text)
+    for i, c in enumerate(release.constraints):
+        for sql in known_sql(c.predicate):
+            owners.setdefault(sql, c.label(i))
+    return owners
+
+
+def _evaluate(con: duckdb.DuckDBPyConnection, sql: str, owner: str,
+              tail: str) -> tuple[Fraction | bool, ...]:
+    """One snippet's value per public row (one False when there is no row to read)."""
+    import duckdb
+
+    try:
+        raw = con.execute(f"SELECT ({sql}){tail}").fetchall()
+    except duckdb.Error as e:
+        raise ReleaseError(
+            f"{owner}: DuckDB cannot evaluate {sql!r}: {str(e).splitlines()[0]}"
+        ) from None
+    values: list[Fraction | bool] = []
+    for (v,) in raw:
+        if v is None:
+            raise ReleaseError(f"{owner}: {sql!r} evaluates to NULL on a public row")
+        values.append(v if isinstance(v, bool) else fraction_of(plain(v)))
+    return tuple(values) if values else (False,)

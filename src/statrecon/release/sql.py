@@ -381,12 +381,7 @@ class _Translator:
 
     def affine(self, node: exp.Expression) -> Affine:
         if not self.unknown_refs(node):
-            if isinstance(node, exp.Literal):
-                if node.is_string:
-                    raise SQLError(f"a number is expected, got {node.sql()}")
-                return Affine.of_constant(Fraction(str(node.this)))
-            self.check_known_sql(node)
-            return Affine.of_known(node.sql(dialect="duckdb"))
+            return self.known_affine(node)
         if isinstance(node, exp.Column):
             col = _column(node, self.schema)
             if col.is_categorical:
@@ -400,24 +395,37 @@ class _Translator:
             a, b = self.affine(node.this), self.affine(node.expression)
             return a.plus(b if isinstance(node, exp.Add) else b.scaled(Fraction(-1)))
         if isinstance(node, exp.Mul | exp.Div):
-            a, b = self.affine(node.this), self.affine(node.expression)
-            if isinstance(node, exp.Mul) and a.is_constant:
-                a, b = b, a
-            if not (b.is_constant and not b.known):
-                raise SQLError(
-                    f"{node.sql()}: unknown columns may only be multiplied or divided by a "
-                    "number"
-                )
-            if isinstance(node, exp.Div):
-                if b.constant == 0:
-                    raise SQLError(f"{node.sql()}: division by zero")
-                return a.scaled(1 / b.constant)
-            return a.scaled(b.constant)
+            return self.product(node)
         names = ", ".join(sorted({c.name for c in self.unknown_refs(node)}))
         raise SQLError(
             f"{node.sql()}: unsupported on unknown column(s) {names}; functions are allowed "
             "on known columns only, unknown columns take + - and * / by a number"
         )
+
+    def known_affine(self, node: exp.Expression) -> Affine:
+        """An expression over no unknown column: a number, or SQL for DuckDB to evaluate."""
+        if isinstance(node, exp.Literal):
+            if node.is_string:
+                raise SQLError(f"a number is expected, got {node.sql()}")
+            return Affine.of_constant(Fraction(str(node.this)))
+        self.check_known_sql(node)
+        return Affine.of_known(node.sql(dialect="duckdb"))
+
+    def product(self, node: exp.Mul | exp.Div) -> Affine:
+        """``a * b`` or ``a / b`` with unknown columns: only by a number keeps it affine."""
+        a, b = self.affine(node.this), self.affine(node.expression)
+        if isinstance(node, exp.Mul) and a.is_constant:
+            a, b = b, a
+        if not (b.is_constant and not b.known):
+            raise SQLError(
+                f"{node.sql()}: unknown columns may only be multiplied or divided by a "
+                "number"
+            )
+        if isinstance(node, exp.Div):
+            if b.constant == 0:
+                raise SQLError(f"{node.sql()}: division by zero")
+            return a.scaled(1 / b.constant)
+        return a.scaled(b.constant)
 
 
 def _public(node: exp.Expression, pred: And | Or | Not) -> Predicate:

@@ -52,6 +52,7 @@ def to_json(result: LinearResult) -> dict[str, Any]:
         "records": system.n,
         "statistics": system.k,
         "ignored_statistics": list(system.ignored),
+        "route": None if result.route is None else result.route.to_json(),
         "elapsed_s": round(result.elapsed_s, 4),
     }
     if det is not None and not det.consistent:

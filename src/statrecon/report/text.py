@@ -91,6 +91,16 @@ def render(result: ReconstructionResult, console: Console, *, n_stats: int,
         return
     if result.status == "unknown" and not result.solutions:
         return
+    _print_datasets(result, console, show_all)
+    if result.status != "unique" and result.certain_cells:
+        console.print(cells_table(result))
+    if result.status != "unique":
+        _print_proven(result, console)
+    _print_notes(result, console)
+
+
+def _print_datasets(result: ReconstructionResult, console: Console, show_all: bool) -> None:
+    """The unique table, every dataset found (``show_all``), or one of several."""
     if result.status == "unique":
         console.print(rows_table("The reconstructed table", result.columns,
                                  result.solutions[0]))
@@ -100,32 +110,41 @@ def render(result: ReconstructionResult, console: Console, *, n_stats: int,
     elif result.solutions:
         console.print(rows_table("One consistent dataset (of several)", result.columns,
                                  result.solutions[0]))
-    if result.status != "unique" and result.certain_cells:
-        console.print(cells_table(result))
-    if result.status != "unique":
-        if result.certain_rows:
-            console.print(rows_table(
-                "Rows present in every consistent dataset (proven)", result.columns,
-                [c.row for c in result.certain_rows],
-                [c.multiplicity for c in result.certain_rows]))
+
+
+def _print_proven(result: ReconstructionResult, console: Console) -> None:
+    """What holds in every consistent dataset when there are several: rows and values."""
+    if result.certain_rows:
+        console.print(rows_table(
+            "Rows present in every consistent dataset (proven)", result.columns,
+            [c.row for c in result.certain_rows],
+            [c.multiplicity for c in result.certain_rows]))
+    else:
+        console.print("No row is present in every consistent dataset.")
+    console.print(Text("Values each unknown column can take (each proven possible)",
+                       style="bold"))
+    console.print(values_table(result))
+    if not result.certain_complete:
+        console.print(Text("The time limit cut the proofs short: more rows may be certain "
+                           "and more values possible than listed.", style="yellow"))
+
+
+def values_table(result: ReconstructionResult) -> Table:
+    """Each unknown column's proven possible values (a range when too many to list)."""
+    values = Table(show_edge=False)
+    values.add_column("column")
+    values.add_column("possible values")
+    for c, vs in result.column_values.items():
+        if c in result.column_ranges:
+            lo, hi = result.column_ranges[c]
+            shown = f"{lo}..{hi} (smallest and largest proven; too many values to list)"
         else:
-            console.print("No row is present in every consistent dataset.")
-        console.print(Text("Values each unknown column can take (each proven possible)",
-                           style="bold"))
-        values = Table(show_edge=False)
-        values.add_column("column")
-        values.add_column("possible values")
-        for c, vs in result.column_values.items():
-            if c in result.column_ranges:
-                lo, hi = result.column_ranges[c]
-                shown = f"{lo}..{hi} (smallest and largest proven; too many values to list)"
-            else:
-                shown = compress(vs)
-            values.add_row(Text(safe_text(c)), Text(safe_text(shown)))
-        console.print(values)
-        if not result.certain_complete:
-            console.print(Text("The time limit cut the proofs short: more rows may be certain "
-                               "and more values possible than listed.", style="yellow"))
+            shown = compress(vs)
+        values.add_row(Text(safe_text(c)), Text(safe_text(shown)))
+    return values
+
+
+def _print_notes(result: ReconstructionResult, console: Console) -> None:
     notes = []
     if result.ignored:
         notes.append("noisy statistics ignored by the exact engine: "

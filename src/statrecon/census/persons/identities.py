@@ -47,14 +47,48 @@ def _digest(members: np.ndarray) -> str:
     return hashlib.sha1(np.asarray(members, dtype=np.int64).tobytes()).hexdigest()
 
 
-def find_identities(cells: tuple[Sf1Cell, ...]) -> list[Identity]:
-    levels = {lv: [c for c in cells if c.level == lv] for lv in ("block", "tract")}
-    masks = {lv: _masks(cs) for lv, cs in levels.items()}
+def _count_cells_by_mask(levels: dict[str, list[Sf1Cell]],
+                         masks: dict[str, sp.csr_matrix]) -> dict[str, list[tuple[str, int]]]:
+    """Count cells of every level keyed by the digest of their attribute set."""
     by_mask: dict[str, list[tuple[str, int]]] = defaultdict(list)
     for lv, m in masks.items():
         for i in range(m.shape[0]):
             if not levels[lv][i].is_median:  # medians are not counts: no sums to check
                 by_mask[_digest(np.sort(m[i].indices))].append((lv, i))
+    return by_mask
+
+
+def _table_identities(name: str, lv: str, idx: list[int], level_masks: sp.csr_matrix,
+                      by_mask: dict[str, list[tuple[str, int]]]) -> list[Identity]:
+    """Identities of one table: its leaves sum to its inner cells and to equal cells elsewhere."""
+    identities: list[Identity] = []
+    m = level_masks[idx]
+    size = np.asarray(m.sum(axis=1)).ravel()
+    overlap = (m @ m.T).toarray()
+    contains = (overlap == size[None, :]) & (size[:, None] > size[None, :])
+    leaf = ~contains.any(axis=1)
+    leaves = np.flatnonzero(leaf)
+    lo = overlap[np.ix_(leaves, leaves)]
+    if (lo - np.diag(np.diag(lo))).any():
+        return identities  # leaves overlap: no partition to add up
+    for k in np.flatnonzero(~leaf):  # inner cells of the table itself
+        inside = leaves[overlap[k, leaves] == size[leaves]]
+        if size[inside].sum() == size[k]:
+            identities.append(Identity(name, lv, tuple(idx[i] for i in inside), lv,
+                                       idx[k]))
+    union = np.asarray(m[leaves].sum(axis=0)).ravel() > 0
+    for whole_level, j in by_mask.get(_digest(np.flatnonzero(union)), []):
+        if whole_level == lv and j in idx:
+            continue
+        identities.append(Identity(name, lv, tuple(idx[i] for i in leaves),
+                                   whole_level, j))
+    return identities
+
+
+def find_identities(cells: tuple[Sf1Cell, ...]) -> list[Identity]:
+    levels = {lv: [c for c in cells if c.level == lv] for lv in ("block", "tract")}
+    masks = {lv: _masks(cs) for lv, cs in levels.items()}
+    by_mask = _count_cells_by_mask(levels, masks)
     identities: list[Identity] = []
     for lv, cs in levels.items():
         tables: dict[str, list[int]] = defaultdict(list)
@@ -62,26 +96,7 @@ def find_identities(cells: tuple[Sf1Cell, ...]) -> list[Identity]:
             if not c.is_median:
                 tables[c.table].append(i)
         for name, idx in tables.items():
-            m = masks[lv][idx]
-            size = np.asarray(m.sum(axis=1)).ravel()
-            overlap = (m @ m.T).toarray()
-            contains = (overlap == size[None, :]) & (size[:, None] > size[None, :])
-            leaf = ~contains.any(axis=1)
-            leaves = np.flatnonzero(leaf)
-            lo = overlap[np.ix_(leaves, leaves)]
-            if (lo - np.diag(np.diag(lo))).any():
-                continue  # leaves overlap: no partition to add up
-            for k in np.flatnonzero(~leaf):  # inner cells of the table itself
-                inside = leaves[overlap[k, leaves] == size[leaves]]
-                if size[inside].sum() == size[k]:
-                    identities.append(Identity(name, lv, tuple(idx[i] for i in inside), lv,
-                                               idx[k]))
-            union = np.asarray(m[leaves].sum(axis=0)).ravel() > 0
-            for whole_level, j in by_mask.get(_digest(np.flatnonzero(union)), []):
-                if whole_level == lv and j in idx:
-                    continue
-                identities.append(Identity(name, lv, tuple(idx[i] for i in leaves),
-                                           whole_level, j))
+            identities.extend(_table_identities(name, lv, idx, masks[lv], by_mask))
     return identities
 
 

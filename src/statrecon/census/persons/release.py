@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -30,6 +31,9 @@ from statrecon.census.persons.identities import check_identities
 from statrecon.db import hardened
 from statrecon.errors import StatreconError
 from statrecon.outputs import write_atomically
+
+if TYPE_CHECKING:
+    import duckdb
 
 METADATA_KEY = b"statrecon.census"
 FORMAT = 1
@@ -218,6 +222,91 @@ def _read_columns(path: Path) -> pa.Table:
         raise StatreconError(f"{path}: cannot read the release: {first[:200]}") from None
 
 
+_NUMBER = "TRY_CAST(value AS DOUBLE)"
+
+
+def _first(con: duckdb.DuckDBPyConnection, condition: str,
+           params: dict[str, object] | None = None) -> tuple[object, ...] | None:
+    """The first release row matching ``condition``, or None."""
+    rows = con.execute(f"SELECT level, geoid, \"table\", cell, value FROM release "
+                       f"WHERE {condition} LIMIT 1", params or {}).fetchall()
+    return rows[0] if rows else None
+
+
+def _check_entries(path: Path, con: duckdb.DuckDBPyConnection) -> None:
+    """Every value is a whole count within what its level holds; every level is known."""
+    number = _NUMBER
+    bad = _first(con, "value IS NULL")
+    if bad:
+        raise StatreconError(f"{path}: {bad[0]} {bad[1]} {bad[2]} {bad[3]}: no value")
+    bad = _first(con, f"{number} IS NULL OR NOT isfinite({number}) OR {number} < 0 "
+                      f"OR {number} <> round({number})")
+    if bad:
+        raise StatreconError(f"{path}: {bad[0]} {bad[1]} {bad[2]} {bad[3]}: a count must be "
+                             f"a whole number >= 0, got {bad[4]!r}")
+    bad = _first(con, "level NOT IN ('block', 'tract') OR level IS NULL")
+    if bad:
+        raise StatreconError(f"{path}: unknown level {bad[0]!r} (expected block or tract)")
+    for level, limit in MAX_VALUE.items():
+        bad = _first(con, f"level = $level AND {number} > $limit",
+                     {"level": level, "limit": limit})
+        if bad:
+            raise StatreconError(f"{path}: {bad[0]} {bad[1]} {bad[2]} {bad[3]}: value {bad[4]} "
+                                 f"is more than a census {level} holds (at most {limit:,} "
+                                 f"persons)")
+
+
+def _check_each_cell_once(path: Path, level: str, ids: tuple[str, ...],
+                          level_cells: list[Sf1Cell], gi: np.ndarray, ci: np.ndarray) -> None:
+    """Every (geography, cell) pair of the level appears exactly once."""
+    n_cells = len(level_cells)
+    flat = np.sort(gi.astype(np.int64) * n_cells + ci)  # one (geography, cell) key each
+    twice = np.flatnonzero(flat[1:] == flat[:-1])
+    if len(twice):
+        g, c = divmod(int(flat[twice[0]]), n_cells)
+        raise StatreconError(f"{path}: {level} {ids[g]} cell {level_cells[c].cell} "
+                             f"appears more than once")
+    if len(flat) < len(ids) * n_cells:
+        present = np.zeros(len(ids) * n_cells, dtype=bool)
+        present[flat] = True
+        g, c = divmod(int(np.argmin(present)), n_cells)
+        raise StatreconError(f"{path}: {level} {ids[g]}: cell {level_cells[c].table} "
+                             f"{level_cells[c].cell} is missing")
+
+
+def _level_matrix(path: Path, con: duckdb.DuckDBPyConnection, cells: tuple[Sf1Cell, ...],
+                  level: str, length: int) -> tuple[np.ndarray, tuple[str, ...]]:
+    """One level's (geographies x cells) matrix and its sorted geoids, checked."""
+    number = _NUMBER
+    level_cells = [c for c in cells if c.level == level]
+    con.register("defs", pa.table({"ci": pa.array(range(len(level_cells)), pa.int64()),
+                                   "cell": [c.cell for c in level_cells]}))
+    ids = tuple(str(r[0]) for r in con.execute(
+        "SELECT DISTINCT geoid FROM release WHERE level = $level ORDER BY geoid",
+        {"level": level}).fetchall())
+    wrong = [g for g in ids if len(g) != length or not g.isdigit()]
+    if wrong:
+        raise StatreconError(f"{path}: {level} geoid {wrong[0]!r} must be {length} digits")
+    unknown = con.execute("SELECT r.geoid, r.cell FROM release r ANTI JOIN defs d "
+                          "ON r.cell = d.cell WHERE r.level = $level LIMIT 1",
+                          {"level": level}).fetchall()
+    if unknown:
+        raise StatreconError(f"{path}: {level} {unknown[0][0]}: cell {unknown[0][1]} is "
+                             f"not a {level}-level cell of the release's definitions")
+    arrays = con.execute(f"""
+        SELECT CAST(dense_rank() OVER (ORDER BY r.geoid) - 1 AS INTEGER) AS gi,
+               CAST(d.ci AS INTEGER) AS ci, CAST({number} AS INTEGER) AS value
+        FROM release r JOIN defs d ON r.cell = d.cell
+        WHERE r.level = $level""", {"level": level}).fetchnumpy()
+    con.unregister("defs")
+    gi = np.asarray(arrays["gi"])  # int32: values are bounded by MAX_VALUE
+    ci = np.asarray(arrays["ci"])
+    _check_each_cell_once(path, level, ids, level_cells, gi, ci)
+    matrix = np.empty((len(ids), len(level_cells)), dtype=np.int64)
+    matrix[gi, ci] = arrays["value"]
+    return matrix, ids
+
+
 def _values(path: Path, cells: tuple[Sf1Cell, ...]
             ) -> tuple[np.ndarray, np.ndarray, tuple[str, ...], tuple[str, ...]]:
     """Pivot the long table to (geographies x cells) per level, checking every entry.
@@ -226,73 +315,11 @@ def _values(path: Path, cells: tuple[Sf1Cell, ...]
     and cells into integer codes, so memory stays at a few numbers per published value.
     """
     con = hardened({"release": _read_columns(path)})
-    number = "TRY_CAST(value AS DOUBLE)"
-
-    def first(condition: str, params: dict[str, object] | None = None
-              ) -> tuple[object, ...] | None:
-        rows = con.execute(f"SELECT level, geoid, \"table\", cell, value FROM release "
-                           f"WHERE {condition} LIMIT 1", params or {}).fetchall()
-        return rows[0] if rows else None
-
-    bad = first("value IS NULL")
-    if bad:
-        raise StatreconError(f"{path}: {bad[0]} {bad[1]} {bad[2]} {bad[3]}: no value")
-    bad = first(f"{number} IS NULL OR NOT isfinite({number}) OR {number} < 0 "
-                f"OR {number} <> round({number})")
-    if bad:
-        raise StatreconError(f"{path}: {bad[0]} {bad[1]} {bad[2]} {bad[3]}: a count must be "
-                             f"a whole number >= 0, got {bad[4]!r}")
-    bad = first("level NOT IN ('block', 'tract') OR level IS NULL")
-    if bad:
-        raise StatreconError(f"{path}: unknown level {bad[0]!r} (expected block or tract)")
-    for level, limit in MAX_VALUE.items():
-        bad = first(f"level = $level AND {number} > $limit", {"level": level, "limit": limit})
-        if bad:
-            raise StatreconError(f"{path}: {bad[0]} {bad[1]} {bad[2]} {bad[3]}: value {bad[4]} "
-                                 f"is more than a census {level} holds (at most {limit:,} "
-                                 f"persons)")
+    _check_entries(path, con)
     out: list[np.ndarray] = []
     geos: list[tuple[str, ...]] = []
     for level, length in (("block", GEOID_LENGTH), ("tract", TRACT_LENGTH)):
-        level_cells = [c for c in cells if c.level == level]
-        con.register("defs", pa.table({"ci": pa.array(range(len(level_cells)), pa.int64()),
-                                       "cell": [c.cell for c in level_cells]}))
-        ids = tuple(str(r[0]) for r in con.execute(
-            "SELECT DISTINCT geoid FROM release WHERE level = $level ORDER BY geoid",
-            {"level": level}).fetchall())
-        wrong = [g for g in ids if len(g) != length or not g.isdigit()]
-        if wrong:
-            raise StatreconError(f"{path}: {level} geoid {wrong[0]!r} must be {length} digits")
-        unknown = con.execute("SELECT r.geoid, r.cell FROM release r ANTI JOIN defs d "
-                              "ON r.cell = d.cell WHERE r.level = $level LIMIT 1",
-                              {"level": level}).fetchall()
-        if unknown:
-            raise StatreconError(f"{path}: {level} {unknown[0][0]}: cell {unknown[0][1]} is "
-                                 f"not a {level}-level cell of the release's definitions")
-        arrays = con.execute(f"""
-            SELECT CAST(dense_rank() OVER (ORDER BY r.geoid) - 1 AS INTEGER) AS gi,
-                   CAST(d.ci AS INTEGER) AS ci, CAST({number} AS INTEGER) AS value
-            FROM release r JOIN defs d ON r.cell = d.cell
-            WHERE r.level = $level""", {"level": level}).fetchnumpy()
-        con.unregister("defs")
-        gi = np.asarray(arrays["gi"])  # int32: values are bounded by MAX_VALUE
-        ci = np.asarray(arrays["ci"])
-        n_cells = len(level_cells)
-        flat = np.sort(gi.astype(np.int64) * n_cells + ci)  # one (geography, cell) key each
-        twice = np.flatnonzero(flat[1:] == flat[:-1])
-        if len(twice):
-            g, c = divmod(int(flat[twice[0]]), n_cells)
-            raise StatreconError(f"{path}: {level} {ids[g]} cell {level_cells[c].cell} "
-                                 f"appears more than once")
-        if len(flat) < len(ids) * n_cells:
-            present = np.zeros(len(ids) * n_cells, dtype=bool)
-            present[flat] = True
-            g, c = divmod(int(np.argmin(present)), n_cells)
-            raise StatreconError(f"{path}: {level} {ids[g]}: cell {level_cells[c].table} "
-                                 f"{level_cells[c].cell} is missing")
-        del flat
-        matrix = np.empty((len(ids), n_cells), dtype=np.int64)
-        matrix[gi, ci] = arrays["value"]
+        matrix, ids = _level_matrix(path, con, cells, level, length)
         out.append(matrix)
         geos.append(ids)
     blocks, tracts = geos

@@ -101,21 +101,10 @@ def refute(m: BlockModel, members: np.ndarray, mult: np.ndarray, *, mode: str = 
     while (status == -1).any():
         open_ = np.flatnonzero(status == -1)
         left = time_left(end)
-        if (left is not None and left <= 0) or (work is not None and work.spent()):
+        if _out_of_budget(left, work):
             return status
         h = Histogram(m)
-        lits = []
-        for g in open_:
-            count = h.count(members[g])
-            lo = h.model.new_bool_var("")
-            h.model.add(count <= int(mult[g]) - 1).only_enforce_if(lo)
-            lits.append(lo)
-            if mode == "ne":
-                hi = h.model.new_bool_var("")
-                h.model.add(count >= int(mult[g]) + 1).only_enforce_if(hi)
-                lits.append(hi)
-        h.model.add_bool_or(lits)
-        h.model.maximize(sum(lits))
+        _add_batched_question(h, members, mult, open_, mode)
         round_no += 1
         solver = block_solver(left, workers, seed + round_no)
         if work is None:
@@ -123,17 +112,13 @@ def refute(m: BlockModel, members: np.ndarray, mult: np.ndarray, *, mode: str = 
                                                         slice_s)
         else:
             work.limit(solver, slice_s)
-        st = solver.solve(h.model)
-        if work is not None:
-            work.charge(solver)
+        st = _solve_charged(solver, h, work)
         if st == cp_model.INFEASIBLE:
             status[open_] = 1
             return status
         if found(st):
-            x = np.array([solver.value(v) for v in h.x], dtype=np.int64)
+            x = _witness(solver, h, witnesses)
             status[open_[broken(x)[open_]]] = 0
-            if witnesses is not None:
-                witnesses.append(x)
             continue
         # the batched question is hard here: settle a few questions one by one (each solution
         # met refutes more), then ask the smaller batched question again with more time
@@ -141,6 +126,58 @@ def refute(m: BlockModel, members: np.ndarray, mult: np.ndarray, *, mode: str = 
                               limit=EACH_CHUNK, witnesses=witnesses, work=work)
         slice_s = min(2 * slice_s, 8.0)
     return status
+
+
+def _out_of_budget(left: float | None, work: WorkBudget | None) -> bool:
+    """No seconds left before the deadline, or no deterministic work left in the budget."""
+    return (left is not None and left <= 0) or (work is not None and work.spent())
+
+
+def _add_batched_question(h: Histogram, members: np.ndarray, mult: np.ndarray,
+                          open_: np.ndarray, mode: str) -> None:
+    """The batched question: does some consistent block break at least one open question?
+
+    It maximises how many it breaks, so one answer refutes as many as it can.
+    """
+    lits = []
+    for g in open_:
+        count = h.count(members[g])
+        lo = h.model.new_bool_var("")
+        h.model.add(count <= int(mult[g]) - 1).only_enforce_if(lo)
+        lits.append(lo)
+        if mode == "ne":
+            hi = h.model.new_bool_var("")
+            h.model.add(count >= int(mult[g]) + 1).only_enforce_if(hi)
+            lits.append(hi)
+    h.model.add_bool_or(lits)
+    h.model.maximize(sum(lits))
+
+
+def _solve_charged(solver: cp_model.CpSolver, h: Histogram,
+                   work: WorkBudget | None) -> cp_model.CpSolverStatus:
+    """Solve the histogram model; charge the work budget, if any, for the solve."""
+    st = solver.solve(h.model)
+    if work is not None:
+        work.charge(solver)
+    return st
+
+
+def _set_objective(h: Histogram, count: cp_model.LinearExprT, sense: str) -> None:
+    """Replace the model's objective by the least ("min") or greatest ("max") ``count``."""
+    h.model.clear_objective()
+    if sense == "min":
+        h.model.minimize(count)
+    else:
+        h.model.maximize(count)
+
+
+def _witness(solver: cp_model.CpSolver, h: Histogram,
+             witnesses: list[np.ndarray] | None) -> np.ndarray:
+    """The consistent block the solver found (kept in ``witnesses`` when given)."""
+    x = np.array([solver.value(v) for v in h.x], dtype=np.int64)
+    if witnesses is not None:
+        witnesses.append(x)
+    return x
 
 
 def linear_determined(m: BlockModel, members: np.ndarray, mult: np.ndarray) -> np.ndarray:
@@ -212,24 +249,16 @@ def _refute_each(m: BlockModel, members: np.ndarray, mult: np.ndarray, status: n
         proven = True
         for sense in ("min", "max") if mode == "ne" else ("min",):
             left = time_left(end)
-            if (left is not None and left <= 0) or (work is not None and work.spent()):
+            if _out_of_budget(left, work):
                 return status
-            h.model.clear_objective()
-            if sense == "min":
-                h.model.minimize(count)
-            else:
-                h.model.maximize(count)
+            _set_objective(h, count, sense)
             solver = block_solver(left, workers, seed + g)
             if work is not None:
                 work.limit(solver)
-            st = solver.solve(h.model)
-            if work is not None:
-                work.charge(solver)
+            st = _solve_charged(solver, h, work)
             if found(st):
-                x = np.array([solver.value(v) for v in h.x], dtype=np.int64)
+                x = _witness(solver, h, witnesses)
                 status[(status == -1) & broken(x)] = 0
-                if witnesses is not None:
-                    witnesses.append(x)
             if st != cp_model.OPTIMAL or status[g] == 0:
                 proven = False
                 break

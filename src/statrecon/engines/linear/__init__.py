@@ -21,7 +21,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -38,6 +38,7 @@ from statrecon.engines.linear.problem import (
     SolverIncomplete,
     check_system,
 )
+from statrecon.result import Route
 
 if TYPE_CHECKING:
     from statrecon.engines.linear.model import LinearSystem
@@ -78,11 +79,16 @@ class LinearOptions:
     max_cells: int | None = 400_000_000
 
 
+# determined/partial/infeasible: exact arithmetic; optimal: HiGHS proved the ip optimum;
+# estimated: no proof; unknown: a limit cut the proof short
+LinearStatus = Literal["determined", "partial", "estimated", "optimal", "infeasible", "unknown"]
+
+
 @dataclass(frozen=True)
 class LinearResult:
     """An estimate of the secret column plus the records proven exactly (``determined``)."""
 
-    status: str  # "determined" | "partial" | "estimated" | "optimal" | "infeasible" | "unknown"
+    status: LinearStatus
     method: str
     estimate: np.ndarray  # raw (real-valued) estimate per record
     labels: list[Any]  # estimate in the secret column's own values
@@ -91,6 +97,7 @@ class LinearResult:
     system: LinearSystem
     elapsed_s: float = 0.0
     notes: list[str] = field(default_factory=list)
+    route: Route | None = None  # set by ``statrecon.reconstruct``: which engine and why
 
 
 def round_estimate(x: np.ndarray, system: LinearSystem) -> np.ndarray:
@@ -116,7 +123,7 @@ def reconstruct_linear(system: LinearSystem, options: LinearOptions) -> LinearRe
     elif exact_rows.size:
         notes.append("exact determinability skipped (system too large); none claimed")
     method = options.method
-    status = "estimated"
+    status: LinearStatus = "estimated"
     # Least squares uses the box only when the user gave bounds as background knowledge;
     # otherwise it is the classic minimum-norm estimate, clipped to the domain afterwards.
     problem = Problem(F, a, lo, hi, user_bounds=system.user_bounds, weights=weights,

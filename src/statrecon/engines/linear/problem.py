@@ -5,7 +5,7 @@ the exact determinability can check a system without loading any solver."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -60,10 +60,16 @@ class Problem:
     kind: SecretKind = "indicator"
 
 
+# optimal: HiGHS proved the integer optimum; estimated: no proof; infeasible: HiGHS proved
+# no point fits; unknown: a limit stopped it
+EstimateStatus = Literal["estimated", "optimal", "infeasible", "unknown"]
+HIGHS_STATUS: dict[int, EstimateStatus] = {0: "optimal", 2: "infeasible"}  # scipy's codes
+
+
 @dataclass(frozen=True)
 class Estimate:
     """A real-valued estimate per record; ``status`` as the engine reports it."""
 
     x: np.ndarray
-    status: str = "estimated"  # "estimated" | "optimal" | "infeasible" | "unknown"
+    status: EstimateStatus = "estimated"
     notes: tuple[str, ...] = ()

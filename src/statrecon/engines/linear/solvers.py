@@ -15,7 +15,13 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from statrecon.engines.linear.problem import Matrix, SolverIncomplete, check_system
+from statrecon.engines.linear.problem import (
+    HIGHS_STATUS,
+    EstimateStatus,
+    Matrix,
+    SolverIncomplete,
+    check_system,
+)
 
 CENTRE_MAX_RECORDS = 300  # above this, bounded ls returns the (interior) trust-region optimum
 
@@ -284,7 +290,7 @@ def _highs_lp(c: np.ndarray, A: sp.csc_matrix, row_lo: np.ndarray, row_hi: np.nd
 
 def _highs(c: np.ndarray, A: sp.csc_matrix, row_lo: np.ndarray, row_hi: np.ndarray,
            lb: np.ndarray, ub: np.ndarray, time_limit: float | None,
-           integrality: np.ndarray | None = None) -> tuple[np.ndarray, str]:
+           integrality: np.ndarray | None = None) -> tuple[np.ndarray, EstimateStatus]:
     """Solve with HiGHS through scipy. (highspy's own build clashes with the HiGHS inside
     OR-Tools when both load in one process, so scipy's copy is the one used.)"""
     from scipy.optimize import Bounds, LinearConstraint, milp
@@ -297,14 +303,14 @@ def _highs(c: np.ndarray, A: sp.csc_matrix, row_lo: np.ndarray, row_hi: np.ndarr
     res = milp(c, constraints=LinearConstraint(A, row_lo, row_hi),
                integrality=None if integrality is None else integrality.astype(int),
                bounds=Bounds(lb, ub), options=options)
-    label = {0: "optimal", 2: "infeasible"}.get(res.status, "unknown")
+    label = HIGHS_STATUS.get(res.status, "unknown")
     x = np.asarray(res.x, dtype=float) if res.x is not None else np.full(len(c), np.nan)
     return x, label
 
 
 def _highs_ipm(c: np.ndarray, A: sp.csc_matrix, row_lo: np.ndarray, row_hi: np.ndarray,
                lb: np.ndarray, ub: np.ndarray, time_limit: float | None
-               ) -> tuple[np.ndarray, str]:
+               ) -> tuple[np.ndarray, EstimateStatus]:
     """A pure LP with HiGHS's interior-point method: on dense query matrices it is ~20x faster
     than the simplex HiGHS picks inside its MIP driver (18 s against 344 s for lp-l1 at
     n = 1000, k = 4000). The time limit is passed on, but scipy's interior-point path does not
@@ -325,14 +331,14 @@ def _highs_ipm(c: np.ndarray, A: sp.csc_matrix, row_lo: np.ndarray, row_hi: np.n
                   bounds=np.column_stack([np.where(np.isfinite(lb), lb, -np.inf),
                                           np.where(np.isfinite(ub), ub, np.inf)]),
                   method="highs-ipm", options=options)
-    label = {0: "optimal", 2: "infeasible"}.get(res.status, "unknown")
+    label = HIGHS_STATUS.get(res.status, "unknown")
     x = np.asarray(res.x, dtype=float) if res.x is not None else np.full(len(c), np.nan)
     return x, label
 
 
 def solve_ip(F: Matrix, a: np.ndarray, lower: np.ndarray, upper: np.ndarray,
              errors: np.ndarray | None = None, time_limit: float | None = 60.0,
-             weights: np.ndarray | None = None) -> tuple[np.ndarray, str]:
+             weights: np.ndarray | None = None) -> tuple[np.ndarray, EstimateStatus]:
     """Exact integer decoding (HiGHS MILP): integer x in the box minimising the total error,
     with each statistic's error at most its bound when one is given. Status ``optimal`` is
     proven by HiGHS; a time-out gives ``unknown`` with the best point found (if any)."""
