@@ -1,50 +1,12 @@
 """The paper's integer programme for Generate-then-Verify (reference 003, section 3), in CP-SAT.
 
-This is the baseline the default formulation (``claims.py``, histogram + batched refutation)
-is measured against, so it follows the paper closely rather than being fast:
-
-* **Rows (3.1).** N = number of housing units rows, each a one-hot vector over every column's
-  values plus ``NA`` for the nine household columns (d = 69); ExactlyOne per row and column.
-  The structural rules (``hh.rules()``, forbidden patterns) become one linear cut per rule
-  and row: ``sum over the pattern's columns of [value in the pattern's set] <= r - 1``. The
-  one-hot rows satisfying them are exactly ``hh.unit_types()``.
-* **Statistics (3.2, eqs 5-7).** For every published cell i and row k a binary W[i, k] with
-  W <= Z[i, j, k] for each sub-predicate j (5), W >= sum_j Z[i, j, k] - (r - 1) (6), and
-  sum_k W[i, k] = published value (7), where Z[i, j, k] = x_k q_j^T is the sum of the row's
-  one-hot entries allowed by conjunct j. Each cell uses its own r instead of padding to
-  r_max: a padding sub-predicate is always 1, so (5) and (6) are unchanged by it (the
-  paper's q_pad = 1_d would in fact give x q_pad^T = 10, not 1). A cell with no conjunct
-  (r = 0, the H1 total) gets W >= 1 from (6), i.e. it counts every row, as it should.
-* **Symmetry (3.2.1, eq 8).** Rows are ordered by a fixed seeded random hash h^T x_k. The
-  paper uses it for generation; it is used for verification too because it is sound there:
-  the inequality is non-strict, so every dataset (hash collisions included) can be ordered
-  to satisfy it, and no consistent dataset is lost.
-* **Verification (3.4, eqs 9-16).** For each claim R(a, m) separately, the base model plus
-  T, U (per row and one-hot index of the claim's columns), S (per row) and Y stating
-  count(a) != m; one solve per claim. INFEASIBLE proves the claim (status 1); a solution is
-  a consistent dataset breaking it (0); anything else (time limit) is unknown (-1).
-
-Corrections of the paper's typos (its text states the intended meaning each time):
-
-* In (9)-(12) ``v`` is the candidate's one-hot entry a_j (T_ij = 1 iff X_ij = a_j); the
-  paper reuses ``v`` for |A_oh|, which is its meaning in (14). A_oh is every one-hot index
-  of the claim's columns (the value's own index, a_j = 1, and its siblings, a_j = 0, NA
-  included), so S_i = 1 iff row i takes exactly a's value on every claim column.
-* (11) and (12) contain the products M(1 - T)U and M(1 - T)(1 - U), which are not linear.
-  They are written as M T + M U and M T + M (1 - U): when T = 1 the right-hand sides are
-  already <= 1 - M <= X - a_j, so dropping the (1 - T) factor changes nothing (M >= 2).
-* (16) reads ``>= 1 - M(Y - 1)``, which forbids Y = 0 and so allows only count > m (unsound:
-  a claim could be "verified" although fewer units may match). The intended
-  ``sum S - m >= 1 - M(1 - Y)`` is used: Y = 0 gives count <= m - 1, Y = 1 count >= m + 1.
-* M = N + 2. The big-M constraints need M - 1 >= |sum S - m| (at most N) in (15)/(16) and
-  M >= 2 in (9)-(12); N + 2 satisfies both with one to spare, and a small M keeps the
-  linear relaxation as tight as the formulation allows.
-
-The base model is built once per block and cloned per claim (``CpModel.clone``), which is
-much cheaper than rebuilding the W constraints in Python; the solve is still one per claim.
-If the release itself is inconsistent every "count != m" model is infeasible, so every claim
-comes back verified (vacuously true); ``verify_block`` never gets here in that case because
-compiling and generating raise ``InconsistentReleaseError`` first.
+The baseline the default formulation (``fast``) is measured against, so it follows the paper
+closely rather than being fast: one-hot rows (3.1), the big-M statistics constraints (3.2,
+eqs 5-7), the seeded hash order of rows (eq 8, sound for verification too) and one "count !=
+m" solve per claim (3.4, eqs 9-16). INFEASIBLE proves a claim, a solution refutes it, a time
+limit leaves it unknown. The paper has typos in (9)-(12) and (16), and (11)-(12) are not
+linear as printed; what is implemented instead, and why each change is sound, is derived in
+``docs/derivations/claims_paper_formulation.md``.
 """
 
 from __future__ import annotations
