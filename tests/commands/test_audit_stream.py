@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import COMMAND, EXAMPLES, ROOT, assert_user_error
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_cli import COMMAND, EXAMPLES, ROOT, assert_user_error
 
 from statrecon.engines import audit
 from statrecon.engines.audit import AuditStep, StreamAuditor

@@ -6,57 +6,20 @@ Exit codes: 0 ok, 1 user error (one line on stderr, never a traceback), 2 infeas
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
-
-ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = ROOT / "examples"
-SCRIPT = Path(sys.executable).parent / "statrecon"
-COMMAND = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "statrecon.cli"]
-EXIT_FOR_STATUS = {"unique": 0, "multiple": 0, "infeasible": 2, "unknown": 3}
-
-BLOCK_PEOPLE = [
-    (8, "F", "Black", "no"), (18, "M", "White", "no"), (24, "F", "White", "no"),
-    (30, "M", "White", "yes"), (36, "F", "Black", "yes"), (66, "F", "Black", "yes"),
-    (84, "M", "Black", "yes"),
-]
-BLOCK_COLUMNS = ("age", "sex", "race", "married")
-
-
-def statrecon(*args: str | Path, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "120", "NO_COLOR": "1"}
-    return subprocess.run([*COMMAND, *map(str, args)], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=120, check=False)
-
-
-def json_of(proc: subprocess.CompletedProcess[str]) -> dict[str, Any]:
-    data = json.loads(proc.stdout)
-    assert isinstance(data, dict)
-    return data
-
-
-def rows_of(dataset: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
-    return sorted(tuple(row[c] for c in BLOCK_COLUMNS) for row in dataset)
-
-
-def assert_user_error(proc: subprocess.CompletedProcess[str], *parts: str) -> str:
-    """Exit 1, one line on stderr starting with 'error:', naming every part; no traceback."""
-    assert proc.returncode == 1, (proc.returncode, proc.stdout, proc.stderr)
-    assert "Traceback" not in proc.stderr + proc.stdout
-    lines = [line for line in proc.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1, proc.stderr
-    assert lines[0].startswith("error: ") and len(lines[0]) > len("error: "), lines[0]
-    for part in parts:
-        assert part in lines[0], lines[0]
-    return lines[0]
-
+from conftest import (
+    BLOCK_COLUMNS,
+    BLOCK_PEOPLE,
+    EXAMPLES,
+    EXIT_FOR_STATUS,
+    assert_user_error,
+    json_of,
+    rows_of,
+    statrecon,
+)
 
 # ---------------------------------------------------------------- reconstruct
 

@@ -23,8 +23,7 @@ from typing import Any
 
 import pytest
 import typer
-from conftest import SUM_ALL, audit_cli
-from test_cli import COMMAND, EXAMPLES, ROOT
+from conftest import COMMAND, EXAMPLES, ROOT, SUM_ALL, audit_cli
 from typer.testing import CliRunner
 
 from statrecon.commands.progress import PlainProgress, elapsed_text

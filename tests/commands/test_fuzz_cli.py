@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from statrecon import cli
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 SECONDS_PER_RUN = 30.0  # --time-limit 1 plus model building; generous for a loaded CI machine
 

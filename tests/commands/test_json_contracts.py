@@ -16,7 +16,7 @@ import pandas as pd
 import yaml
 from conftest import CliRunner
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 
 RECONSTRUCT_EXACT = {
@@ -168,7 +168,7 @@ TABULATE = {"out", "statistics", "suppressed"}
 
 def test_tabulate_json_keys_and_counts(run_cli: CliRunner, tmp_path: Path) -> None:
     import yaml
-    from test_cli import BLOCK_COLUMNS, BLOCK_PEOPLE
+    from conftest import BLOCK_COLUMNS, BLOCK_PEOPLE
 
     data = yaml.safe_load((EXAMPLES / "block.yaml").read_text())
     data.pop("suppression")

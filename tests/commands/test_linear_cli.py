@@ -7,8 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import CliRunner
-from test_cli import EXAMPLES, assert_user_error, json_of, statrecon
+from conftest import EXAMPLES, CliRunner, assert_user_error, json_of, statrecon
 
 HOSPITAL = EXAMPLES / "hospital.yaml"
 

@@ -14,7 +14,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from test_cli import COMMAND, ROOT, json_of, statrecon
+from conftest import COMMAND, ROOT, json_of, statrecon
 
 from statrecon.engines.claims import ClaimsOptions
 from statrecon.runs.claims import Shared, run_blocks

@@ -15,7 +15,7 @@ import pytest
 import statrecon
 from statrecon.engines.exact import ExactOptions
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def brute_force_clinic() -> list[list[tuple[str, str]]]:

@@ -35,7 +35,7 @@ from statrecon.release.files import answer_fields, load_release, parse_release
 from statrecon.release.known import PublicTable, compile_known
 from statrecon.release.tabulate import tabulate
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 SPACE_LIMIT = 2000  # most candidate datasets the oracle enumerates in one case
 TABLE = "t"
 

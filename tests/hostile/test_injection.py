@@ -25,8 +25,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from conftest import CliRunner
-from test_cli import assert_user_error, json_of, statrecon
+from conftest import CliRunner, assert_user_error, json_of, statrecon
 
 from statrecon.census.persons.release import METADATA_KEY
 from statrecon.db import check_identifier, hardened, quote_identifier
@@ -347,7 +346,7 @@ HOSTILE_TEXT = [
 
 
 def _persons(box: Sandbox, name: str = "persons.csv") -> Path:
-    source = Path(__file__).resolve().parent.parent / "examples" / "census" / "persons_3tracts.csv"
+    source = Path(__file__).resolve().parents[2] / "examples" / "census" / "persons_3tracts.csv"
     lines = source.read_text(encoding="utf-8").splitlines()[:40]
     path = box.work / name
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -30,16 +30,21 @@ from typing import Any
 
 import pytest
 from conftest import (
+    COMMAND,
+    EXAMPLES,
+    ROOT,
     SUM_ALL,
     TRACT_A,
     CliRunner,
     assert_one_line_error,
+    assert_user_error,
     audit_cli,
+    json_of,
+    statrecon,
     write_persons,
     write_release,
 )
 from test_claims_cli import BLOCK_A, households
-from test_cli import COMMAND, EXAMPLES, ROOT, assert_user_error, json_of, statrecon
 from typer.testing import CliRunner as TyperRunner
 
 from statrecon.census.households.synthetic import MAX_BLOCK_UNITS

@@ -31,20 +31,25 @@ from typing import Any
 
 import pytest
 from conftest import (
+    COMMAND,
+    EXAMPLES,
+    ROOT,
     SUM_ALL,
     TRACT_A,
     TRACT_B,
     CliRunner,
     assert_one_line_error,
+    assert_user_error,
     audit_cli,
+    json_of,
     read_claims_rows,
+    statrecon,
     write_claims_rows,
     write_persons,
     write_public_release,
     write_schema,
 )
 from test_claims_cli import BLOCK_A, households
-from test_cli import COMMAND, EXAMPLES, ROOT, assert_user_error, json_of, statrecon
 from typer.testing import CliRunner as TyperRunner
 
 from statrecon.census.households.files import read_tables

@@ -26,19 +26,21 @@ import pyarrow.parquet as pq
 import pytest
 import typer
 from conftest import (
+    EXAMPLES,
     SUM_ALL,
     TRACT_A,
     CliRunner,
     assert_one_line_error,
+    assert_user_error,
     audit_cli,
     read_claims_rows,
+    statrecon,
     write_claims_rows,
     write_persons,
     write_public_release,
     write_release,
 )
 from test_claims_cli import BLOCK_A, households
-from test_cli import EXAMPLES, assert_user_error, statrecon
 from typer.testing import CliRunner as TyperRunner
 
 from statrecon.census.households.files import read_tables

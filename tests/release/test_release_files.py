@@ -25,7 +25,7 @@ from statrecon.release.statistic import (
     Suppressed,
 )
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 HEAD = """\
 version: 1

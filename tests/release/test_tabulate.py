@@ -21,7 +21,7 @@ from statrecon.release.model import SuppressionRule
 from statrecon.release.statistic import Bounded, Empty, Exact, Suppressed
 from statrecon.release.tabulate import load_microdata, published, tabulate
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 ROWS = [  # age, sex, income
     (10, "F", 1.5), (21, "F", 2.25), (35, "F", 3.0), (40, "M", 0.5), (7, "M", 10.0),

@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-from test_cli import EXAMPLES, assert_user_error, statrecon
+from conftest import EXAMPLES, assert_user_error, statrecon
 
 from statrecon.errors import StatreconError
 from statrecon.experiments.census_match import compare

@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import CliRunner
-from test_cli import EXAMPLES
+from conftest import EXAMPLES, CliRunner
 
 from statrecon.engines.stream import StreamCompiler
 from statrecon.errors import ReleaseError, StatreconError

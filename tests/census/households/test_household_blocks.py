@@ -181,7 +181,7 @@ def test_read_errors_name_file_and_line(tmp_path: Path) -> None:
 
 
 def test_cli_generate_blocks_writes_both_files(tmp_path: Path) -> None:
-    from test_cli import json_of, statrecon
+    from conftest import json_of, statrecon
 
     out = tmp_path / "blocks.csv"
     proc = statrecon("claims", "generate-blocks", "--blocks", "4", "--seed", "3", "--out", out,
@@ -200,7 +200,7 @@ def test_cli_generate_blocks_writes_both_files(tmp_path: Path) -> None:
 
 def test_cli_user_errors(tmp_path: Path) -> None:
     """One line naming file and line, exit 1. (Each call starts the CLI, about 2 s.)"""
-    from test_cli import assert_user_error, statrecon
+    from conftest import assert_user_error, statrecon
 
     bad = write_rows(tmp_path / "bad.csv", [GOOD, GOOD, VACANT, GOOD, GOOD,
                                             {**GOOD, "size": "3"}])

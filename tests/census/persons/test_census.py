@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-from test_cli import COMMAND, EXAMPLES, ROOT, assert_user_error, json_of, statrecon
+from conftest import COMMAND, EXAMPLES, ROOT, assert_user_error, json_of, statrecon
 
 from statrecon.census.persons.cells import (
     CELL_FILE,

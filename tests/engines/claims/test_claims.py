@@ -205,7 +205,7 @@ def test_block_release_agrees_with_the_general_exact_engine(tmp_path) -> None:
     """The block's cells as SQL statistics plus the rules as constraints, solved by the
     general record engine, give exactly the datasets the brute-force oracle finds."""
     import yaml
-    from test_cli import json_of, statrecon
+    from conftest import json_of, statrecon
 
     from statrecon.census.households.tabulate import block_release_document
 

@@ -28,7 +28,7 @@ from statrecon.release.files import load_release, parse_release
 from statrecon.release.known import PublicTable, load_public
 from statrecon.report.linear import to_json
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 HOSPITAL = EXAMPLES / "hospital.yaml"
 # Reference 004: the true blood sugar values, the least-squares (minimum-norm) solution, and
 # the constrained estimate with 3 <= x <= 10 and x1 <= 5 (cvxpy in the reference).
