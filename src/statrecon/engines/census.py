@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import scipy.sparse as sp
@@ -115,10 +115,15 @@ class BlockResult:
         return len(self.records)
 
 
+# ok: solved (and certified when asked); infeasible: proven by CP-SAT or by arithmetic;
+# unknown: a time limit cut the solve or the certification short
+TractStatus = Literal["ok", "infeasible", "unknown"]
+
+
 @dataclass(frozen=True)
 class TractResult:
     tract: str
-    status: str  # "ok" | "infeasible" | "unknown"
+    status: TractStatus
     blocks: tuple[BlockResult, ...]
     variables: int = 0
     constraints: int = 0

@@ -5,7 +5,6 @@ Proven facts (``determined``, with their certificates) are kept apart from the e
 
 from __future__ import annotations
 
-from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -17,58 +16,12 @@ from rich.table import Table
 from statrecon.engines.linear import LinearResult
 from statrecon.errors import StatreconError
 from statrecon.release.known import read_table
-from statrecon.release.statistic import number_out
 from statrecon.report import safe_text
-from statrecon.result import plain
 
 
 def to_json(result: LinearResult) -> dict[str, Any]:
-    """``{"status", "method", "estimate", "determined", "residual", "elapsed_s", ...}``."""
-    system = result.system
-    public = system.public
-    names = list(public.columns) if public is not None else []
-    estimate = []
-    for i, label in enumerate(result.labels):
-        row = {name: plain(public.columns[name][i]) for name in names} if public else {}
-        row[system.secret.name] = label
-        estimate.append(row)
-    det = result.determination
-    ids = system.stat_ids
-    determined = [] if det is None else [
-        {"index": c.index, "value": _value(result, c.value),
-         "certificate": [{"statistic": ids[i], "coefficient": number_out(co)}
-                         for i, co in c.terms]}
-        for c in det.determined
-    ]
-    out: dict[str, Any] = {
-        "status": result.status,
-        "method": result.method,
-        "secret": system.secret.name,
-        "estimate": estimate,
-        "determined": determined,
-        "determined_checked": det is not None,
-        "rank": det.rank if det is not None else None,
-        "residual": round(result.residual, 9),
-        "records": system.n,
-        "statistics": system.k,
-        "ignored_statistics": list(system.ignored),
-        "route": None if result.route is None else result.route.to_json(),
-        "elapsed_s": round(result.elapsed_s, 4),
-    }
-    if det is not None and not det.consistent:
-        out["conflict"] = [ids[i] for i in det.conflict]
-    if result.notes:
-        out["notes"] = result.notes
-    return out
-
-
-def _value(result: LinearResult, value: Fraction) -> Any:
-    """A proven value in the column's own terms (indicator -> category)."""
-    if result.system.secret.kind == "indicator":
-        if value in (0, 1):
-            return result.system.secret.label(float(value))
-        return number_out(value)
-    return number_out(value)
+    """``result.to_json()``: kept here for callers of the report module."""
+    return result.to_json()
 
 
 def add_truth(data: dict[str, Any], result: LinearResult, path: Path) -> None:

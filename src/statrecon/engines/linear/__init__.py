@@ -38,7 +38,8 @@ from statrecon.engines.linear.problem import (
     SolverIncomplete,
     check_system,
 )
-from statrecon.result import Route
+from statrecon.release.statistic import number_out
+from statrecon.result import Route, plain
 
 if TYPE_CHECKING:
     from statrecon.engines.linear.model import LinearSystem
@@ -98,6 +99,52 @@ class LinearResult:
     elapsed_s: float = 0.0
     notes: list[str] = field(default_factory=list)
     route: Route | None = None  # set by ``statrecon.reconstruct``: which engine and why
+
+    def to_json(self) -> dict[str, Any]:
+        """The stable JSON contract of ``statrecon reconstruct --json`` on the linear engine:
+        ``{"status", "method", "estimate", "determined", "residual", "elapsed_s", ...}``."""
+        system = self.system
+        public = system.public
+        names = list(public.columns) if public is not None else []
+        estimate = []
+        for i, label in enumerate(self.labels):
+            row = {name: plain(public.columns[name][i]) for name in names} if public else {}
+            row[system.secret.name] = label
+            estimate.append(row)
+        det = self.determination
+        ids = system.stat_ids
+        determined = [] if det is None else [
+            {"index": c.index, "value": self._proven_value(c.value),
+             "certificate": [{"statistic": ids[i], "coefficient": number_out(co)}
+                             for i, co in c.terms]}
+            for c in det.determined
+        ]
+        out: dict[str, Any] = {
+            "status": self.status,
+            "method": self.method,
+            "secret": system.secret.name,
+            "estimate": estimate,
+            "determined": determined,
+            "determined_checked": det is not None,
+            "rank": det.rank if det is not None else None,
+            "residual": round(self.residual, 9),
+            "records": system.n,
+            "statistics": system.k,
+            "ignored_statistics": list(system.ignored),
+            "route": None if self.route is None else self.route.to_json(),
+            "elapsed_s": round(self.elapsed_s, 4),
+        }
+        if det is not None and not det.consistent:
+            out["conflict"] = [ids[i] for i in det.conflict]
+        if self.notes:
+            out["notes"] = self.notes
+        return out
+
+    def _proven_value(self, value: Fraction) -> Any:
+        """A proven value in the column's own terms (indicator -> category)."""
+        if self.system.secret.kind == "indicator" and value in (0, 1):
+            return self.system.secret.label(float(value))
+        return number_out(value)
 
 
 def round_estimate(x: np.ndarray, system: LinearSystem) -> np.ndarray:
