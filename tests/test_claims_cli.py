@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pandas as pd
-from test_cli import assert_user_error, json_of, statrecon
+from conftest import assert_user_error, json_of, statrecon
 
 from statrecon.census.households import schema as hh
 from statrecon.census.households import tables as hht

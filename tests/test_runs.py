@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 import pyarrow.parquet as pq
@@ -27,6 +26,7 @@ from statrecon.runs.census import RunSummary, reconstruct_release, solve_tract
 from statrecon.runs.claims import BlockTask, Shared, attack_block, run_blocks
 from statrecon.runs.claims import tasks_from_households as claims_tasks
 from statrecon.runs.progress import Progress, Step
+from statrecon.runs.records import BlockRecord
 from statrecon.runs.stores import (
     FINAL,
     META_KEY,
@@ -97,7 +97,7 @@ def run_census(release: CensusRelease, out: Path,
 
 def run_claims(tasks: list[BlockTask], shared: Shared, store: Path,
                params: dict[str, object] = PARAMS,
-               progress: Progress | None = None) -> list[dict[str, Any]]:
+               progress: Progress | None = None) -> list[BlockRecord]:
     return list(run_blocks(tasks, shared, store=BlockStore(store, params), progress=progress))
 
 
@@ -124,7 +124,7 @@ def test_both_runs_report_the_same_steps(releases: tuple[CensusRelease, CensusRe
     claims: list[Step] = []
     records = run_claims(tasks, shared, tmp_path / "blocks.jsonl", progress=claims.append)
     assert_counts_up(claims, len(tasks))
-    assert claims[-1].count == sum(not c["trivial"] for r in records for c in r["claims"])
+    assert claims[-1].count == sum(not c.trivial for r in records for c in r.claims)
     assert [s.unit for s in claims[1:]] == [t.block for t in tasks]
 
 
@@ -177,7 +177,7 @@ def test_claims_resume_after_a_crash(blocks: tuple[list[BlockTask], Shared],
     records = run_claims(tasks, shared, store, progress=steps.append)
     lines = store.read_text().splitlines()
     assert lines[:1] == first and len(lines) == len(tasks)  # only the others ran
-    assert [r["block"] for r in records] == [t.block for t in tasks]
+    assert [r.block for r in records] == [t.block for t in tasks]
     assert [s.done for s in steps] == list(range(len(tasks) + 1))  # stored ones count too
     assert sorted(read_records(store)) == sorted(t.block for t in tasks)
 
@@ -244,15 +244,19 @@ def test_claims_store_written_before_resumes(blocks: tuple[list[BlockTask], Shar
     store = tmp_path / "blocks.jsonl"
     (tmp_path / "run.json").write_text(json.dumps(PARAMS), encoding="utf-8")
     old = attack_block(shared, tasks[1])
-    store.write_text(json.dumps(old) + "\n", encoding="utf-8")
+    store.write_text(json.dumps(old.to_json()) + "\n", encoding="utf-8")
     steps: list[Step] = []
     records = run_claims(tasks, shared, store, progress=steps.append)
-    assert records[0]["block"] == tasks[1].block and records[0] == old  # from the store
-    assert tasks[1].block not in {r["block"] for r in records[1:]}
+    assert records[0].block == tasks[1].block and records[0] == old  # from the store
+    assert tasks[1].block not in {r.block for r in records[1:]}
     assert len(store.read_text().splitlines()) == len(tasks)
     assert json.loads((tmp_path / "run.json").read_text()) == PARAMS
 
 
 def test_record_of_another_block_is_refused(tmp_path: Path) -> None:
+    record = BlockRecord("b", "t", "s", households=0, statistics=0, status="ok", claims=(),
+                         negative_claims=(), negative_undecided=0, reconstructed=False,
+                         candidates=0, unknown_candidates=0, solutions=0, allowed_types=0,
+                         elapsed_s=0.0)
     with pytest.raises(ValueError, match="stored as"):
-        BlockStore(tmp_path / "b.jsonl", {}).write("a", {"block": "b", "status": "ok"})
+        BlockStore(tmp_path / "b.jsonl", {}).write("a", record)

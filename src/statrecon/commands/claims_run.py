@@ -14,7 +14,7 @@ import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -32,6 +32,9 @@ from statrecon.outputs import (
     write_atomically,
 )
 from statrecon.report import output_console, safe_text
+
+if TYPE_CHECKING:  # the records' module loads with the run, not at CLI start-up
+    from statrecon.runs.records import BlockRecord
 
 
 def _options(formulation: str, k: int, time_limit: float | None, negative: bool) -> Any:
@@ -53,7 +56,7 @@ def _markup(text: str) -> str:
     return escape(safe_text(text))
 
 
-def _human(records: list[dict[str, Any]]) -> None:
+def _human(records: list[BlockRecord]) -> None:
     out = output_console()
     table = Table(title="Generate-then-Verify: verified claims per block (trivial ones aside)")
     for name in ("block", "units", "status", "claims", "singletons", "max k (singleton)",
@@ -61,20 +64,20 @@ def _human(records: list[dict[str, Any]]) -> None:
         table.add_column(name, justify="left" if name in ("block", "status") else "right",
                          no_wrap=name == "block")  # a block id cut short names no block
     for r in records:
-        nontrivial = [c for c in r["claims"] if not c["trivial"]]
-        single = [c["columns"] for c in nontrivial if c["singleton"]]
-        table.add_row(_markup(r["block"]), str(r["households"]), r["status"],
+        nontrivial = r.nontrivial()
+        single = [c.columns for c in nontrivial if c.singleton]
+        table.add_row(_markup(r.block), str(r.households), r.status,
                       str(len(nontrivial)),
                       str(len(single)), str(max(single, default=0)),
-                      str(sum(not c["trivial"] for c in r["negative_claims"])),
-                      str(r.get("negative_undecided", 0)),
-                      "certain" if r["reconstructed"] else "-", f"{r['elapsed_s']:.2f}")
+                      str(sum(not c.trivial for c in r.negative_claims)),
+                      str(r.negative_undecided),
+                      "certain" if r.reconstructed else "-", f"{r.elapsed_s:.2f}")
     out.print(table)
-    left_open = sum(r.get("negative_undecided", 0) for r in records)
+    left_open = sum(r.negative_undecided for r in records)
     if left_open:
         out.print(f"{left_open:,} 'at least one' questions left open by the per-block work "
                   "budget (negative open): neither proven nor refuted.")
-    unsound = [r["block"] for r in records if r.get("sound") is False]
+    unsound = [r.block for r in records if r.truth is not None and not r.truth.sound]
     if unsound:
         out.print(f"[red]UNSOUND: a verified claim fails in the true block "
                   f"{_markup(unsound[0])}[/red]")
@@ -134,11 +137,11 @@ def verify(
         records = run_all_blocks(tasks, shared, workers=workers, executor=executor,
                                  progress=progress)
     if as_json:
-        json.dump({"blocks": records}, sys.stdout, indent=1)
+        json.dump({"blocks": [r.to_json() for r in records]}, sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:
         _human(records)
-    if any(r["status"] != "ok" for r in records):
+    if any(r.status != "ok" for r in records):
         raise typer.Exit(EXIT_UNKNOWN)
 
 
@@ -192,18 +195,17 @@ def experiment(
     run = run_experiment(out, blocks=blocks, seed=seed, options=options, workers=n_workers,
                          executor=executor, command=command,
                          progress=lambda: run_bar("blocks", "claims", quiet=quiet))
-    summary, paths, store = run.summary, run.paths, run.store
     if as_json:
-        json.dump(summary, sys.stdout, indent=1)
+        json.dump(run.to_json(), sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:
         output_console().print((out / "results.md").read_text(encoding="utf-8"))
-        output_console().print(f"wall {summary['wall_s']} s on {n_workers} workers; files: "
-                        + ", ".join(str(p) for p in paths))
-    if summary["sound"] is False:
+        output_console().print(f"wall {run.wall_s} s on {n_workers} workers; files: "
+                        + ", ".join(str(p) for p in run.paths))
+    if run.summary.sound is False:
         raise StatreconError("a verified claim does not hold in its true block (a bug; "
-                             f"see {store})")
-    if summary["unknown_blocks"]:
+                             f"see {run.store})")
+    if run.summary.unknown_blocks:
         raise typer.Exit(EXIT_UNKNOWN)
 
 

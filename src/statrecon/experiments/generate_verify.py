@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from statrecon.census.households.files import write_households_csv
 from statrecon.census.households.priors import tract_and_state_priors
@@ -28,11 +28,14 @@ from statrecon.outputs import write_atomically
 from statrecon.report.figures import agg_figure
 from statrecon.runs.claims import Shared, run_all_blocks, tasks_from_households
 from statrecon.runs.progress import Progress
+from statrecon.runs.records import BlockRecord
 from statrecon.runs.stores import BlockStore
 
 KS = tuple(range(1, 11))
 PAPER_TABLE_2 = {5: 166, 6: 148, 7: 109, 8: 61, 9: 19, 10: 2}  # 486 households, 50 blocks
 PAPER_TABLE_3 = {5: 431, 6: 379, 7: 274, 8: 179, 9: 30, 10: 2}
+Level = Literal["tract", "state"]  # the population a baseline is measured against
+LEVELS: tuple[Level, ...] = ("tract", "state")
 
 
 @dataclass(frozen=True)
@@ -60,54 +63,55 @@ class ExperimentSummary:
         return {k: (dict(v) if isinstance(v, dict) else v) for k, v in self.__dict__.items()}
 
 
-def nontrivial(rec: dict[str, Any], singleton: bool) -> list[dict[str, Any]]:
-    return [c for c in rec["claims"] if not c["trivial"] and (c["singleton"] or not singleton)]
-
-
-def summarise(records: Sequence[dict[str, Any]]) -> ExperimentSummary:
-    def per_k(fn: Any) -> dict[int, int]:
+def summarise(records: Sequence[BlockRecord]) -> ExperimentSummary:
+    def per_k(fn: Callable[[BlockRecord, int], int]) -> dict[int, int]:
         return {k: sum(fn(r, k) for r in records) for k in KS}
 
-    sound_flags = [r["sound"] for r in records if "sound" in r]
-    times = [r["elapsed_s"] for r in records]
+    def covered(r: BlockRecord, k: int, singleton: bool) -> int:
+        if r.truth is None:
+            return 0
+        return (r.truth.covered_singleton if singleton else r.truth.covered_all).get(k, 0)
+
+    sound_flags = [r.truth.sound for r in records if r.truth is not None]
+    times = [r.elapsed_s for r in records]
     return ExperimentSummary(
         blocks=len(records),
-        households=sum(r["households"] for r in records),
-        statistics_per_block=(statistics.mean(r["statistics"] for r in records)
+        households=sum(r.households for r in records),
+        statistics_per_block=(statistics.mean(r.statistics for r in records)
                               if records else 0.0),
-        unknown_blocks=sum(r["status"] != "ok" for r in records),
-        reconstructed_blocks=sum(bool(r["reconstructed"]) for r in records),
+        unknown_blocks=sum(r.status != "ok" for r in records),
+        reconstructed_blocks=sum(r.reconstructed for r in records),
         sound=all(sound_flags) if sound_flags else None,
-        blocks_with_singleton=per_k(lambda r, k: any(c["columns"] == k
-                                                      for c in nontrivial(r, True))),
-        blocks_with_claim=per_k(lambda r, k: any(c["columns"] == k
-                                                  for c in nontrivial(r, False))),
-        covered_singleton=per_k(lambda r, k: r.get("covered_singleton", {}).get(str(k), 0)),
-        covered_all=per_k(lambda r, k: r.get("covered_all", {}).get(str(k), 0)),
-        claims_singleton=per_k(lambda r, k: sum(c["columns"] == k for c in nontrivial(r, True))),
-        claims_all=per_k(lambda r, k: sum(c["columns"] == k for c in nontrivial(r, False))),
-        trivial_claims=sum(c["trivial"] for r in records for c in r["claims"]),
-        negative_claims=sum(not c["trivial"] for r in records for c in r["negative_claims"]),
-        negative_undecided=sum(r.get("negative_undecided", 0) for r in records),
-        negative_undecided_blocks=sum(r.get("negative_undecided", 0) > 0 for r in records),
+        blocks_with_singleton=per_k(lambda r, k: any(c.columns == k
+                                                      for c in r.nontrivial(True))),
+        blocks_with_claim=per_k(lambda r, k: any(c.columns == k
+                                                  for c in r.nontrivial(False))),
+        covered_singleton=per_k(lambda r, k: covered(r, k, singleton=True)),
+        covered_all=per_k(lambda r, k: covered(r, k, singleton=False)),
+        claims_singleton=per_k(lambda r, k: sum(c.columns == k for c in r.nontrivial(True))),
+        claims_all=per_k(lambda r, k: sum(c.columns == k for c in r.nontrivial(False))),
+        trivial_claims=sum(c.trivial for r in records for c in r.claims),
+        negative_claims=sum(not c.trivial for r in records for c in r.negative_claims),
+        negative_undecided=sum(r.negative_undecided for r in records),
+        negative_undecided_blocks=sum(r.negative_undecided > 0 for r in records),
         median_block_s=statistics.median(times) if times else 0.0,
         total_block_s=sum(times),
     )
 
 
-def baselines(records: Sequence[dict[str, Any]], level: str, singleton: bool
+def baselines(records: Sequence[BlockRecord], level: Level, singleton: bool
               ) -> dict[int, list[float]]:
     """Baseline probabilities of the verified non-trivial claims, per number of columns."""
     out: dict[int, list[float]] = {k: [] for k in KS}
     for r in records:
-        for c in nontrivial(r, singleton):
-            p = c[f"baseline_{level}"]
+        for c in r.nontrivial(singleton):
+            p = c.baseline_tract if level == "tract" else c.baseline_state
             if p is not None:
-                out[c["columns"]].append(p)
+                out[c.columns].append(p)
     return out
 
 
-def plot_figure(records: Sequence[dict[str, Any]], path: Path, singleton: bool) -> None:
+def plot_figure(records: Sequence[BlockRecord], path: Path, singleton: bool) -> None:
     """Figure 2 (singleton claims) or Figure 3 (all claims): counts and two box plots."""
     s = summarise(records)
     counts = s.blocks_with_singleton if singleton else s.blocks_with_claim
@@ -117,7 +121,7 @@ def plot_figure(records: Sequence[dict[str, Any]], path: Path, singleton: bool) 
     axes[0].axhline(s.blocks, color="grey", lw=0.8, ls="--")
     axes[0].set(xlabel="k (columns in the claim)", ylabel=f"blocks (of {s.blocks})",
                 title=f"(a) blocks with >= 1 verified {what}", xticks=list(KS))
-    for ax, level, letter in ((axes[1], "tract", "b"), (axes[2], "state", "c")):
+    for ax, level, letter in zip((axes[1], axes[2]), LEVELS, "bc", strict=True):
         data = baselines(records, level, singleton)
         ks = [k for k in KS if data[k]]
         if ks:
@@ -132,7 +136,7 @@ def plot_figure(records: Sequence[dict[str, Any]], path: Path, singleton: bool) 
     write_atomically(path, lambda tmp: fig.savefig(tmp, dpi=120, format="png"))
 
 
-def markdown(records: Sequence[dict[str, Any]], command: str = "") -> str:
+def markdown(records: Sequence[BlockRecord], command: str = "") -> str:
     """Tables 2 and 3 with the paper's figures beside ours, and the headline numbers."""
     s = summarise(records)
     ks = range(5, 11)
@@ -184,7 +188,7 @@ def markdown(records: Sequence[dict[str, Any]], command: str = "") -> str:
         "| level | " + " | ".join(str(k) for k in KS) + " |",
         "|---|" + "---:|" * len(KS),
     ]
-    for level in ("tract", "state"):
+    for level in LEVELS:
         data = baselines(records, level, singleton=True)
         lines.append(f"| {level} | " + " | ".join(
             f"{statistics.median(data[k]):.3f}" if data[k] else "-" for k in KS) + " |")
@@ -192,7 +196,7 @@ def markdown(records: Sequence[dict[str, Any]], command: str = "") -> str:
     return "\n".join(lines)
 
 
-def write_outputs(records: Sequence[dict[str, Any]], out: Path, command: str = "") -> list[Path]:
+def write_outputs(records: Sequence[BlockRecord], out: Path, command: str = "") -> list[Path]:
     """figure2.png, figure3.png and results.md in ``out``."""
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / "figure2.png", out / "figure3.png", out / "results.md"]
@@ -207,10 +211,17 @@ def write_outputs(records: Sequence[dict[str, Any]], out: Path, command: str = "
 class ExperimentRun:
     """What ``run_experiment`` made and wrote."""
 
-    records: list[dict[str, Any]]  # one per block, in block order
-    summary: dict[str, Any]  # summary.json: ExperimentSummary's keys, wall_s, workers, files
+    records: list[BlockRecord]  # one per block, in block order
+    summary: ExperimentSummary
+    wall_s: float
+    workers: int
     paths: list[Path]  # figure2.png, figure3.png, results.md
     store: Path  # blocks.jsonl, every block's record
+
+    def to_json(self) -> dict[str, Any]:
+        """summary.json: ExperimentSummary's keys, wall_s, workers and the files written."""
+        return self.summary.to_json() | {"wall_s": self.wall_s, "workers": self.workers,
+                                         "files": [str(p) for p in self.paths]}
 
 
 def run_experiment(out: Path, *, blocks: int, seed: int, options: ClaimsOptions, workers: int,
@@ -240,9 +251,8 @@ def run_experiment(out: Path, *, blocks: int, seed: int, options: ClaimsOptions,
         records = run_all_blocks(tasks, shared, workers=workers, executor=executor,
                                  store=store, progress=report)
     paths = write_outputs(records, out, command)
-    summary = summarise(records).to_json() | {"wall_s": round(time.perf_counter() - t0, 2),
-                                               "workers": workers,
-                                               "files": [str(p) for p in paths]}
-    text = json.dumps(summary, indent=1)
+    run = ExperimentRun(records, summarise(records), round(time.perf_counter() - t0, 2),
+                        workers, paths, store.path)
+    text = json.dumps(run.to_json(), indent=1)
     write_atomically(out / "summary.json", lambda tmp: tmp.write_text(text, encoding="utf-8"))
-    return ExperimentRun(records, summary, paths, store.path)
+    return run

@@ -16,8 +16,9 @@ every tract is done; the release digest is in each file's metadata. Each row is 
 reconstructed persons (with a ``certain`` flag per person) and what was proven (``unique``,
 ``certain_persons``, and the same at the tables' age resolution).
 
-``BlockStore`` (claims): one JSON line per block record (the shape of ``claims verify
---json``); the run's parameters, its digest, in ``run.json`` next to it.
+``BlockStore`` (claims): one JSON line per block record (a ``runs.records.BlockRecord``, in
+the shape of ``claims verify --json``); the run's parameters, its digest, in ``run.json`` next
+to it.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from statrecon.census.persons.cells import RACES, SEXES, attribute_grid
 from statrecon.engines.census import TractResult
 from statrecon.errors import StatreconError
 from statrecon.outputs import write_atomically
+from statrecon.runs.records import BlockRecord
 
 META_KEY = b"statrecon.census.recon"
 FINAL = ("ok", "infeasible")  # a unit stored with one of these is not run again
@@ -232,7 +234,7 @@ class BlockStore:
         self.meta = path.with_name("run.json")
         self.inputs = dict(inputs)
         self.digest = json.dumps(self.inputs)
-        self.records: dict[str, dict[str, Any]] = {}  # as read by ``finished``
+        self.stored: dict[str, dict[str, Any]] = {}  # the JSON lines, as read by ``finished``
 
     def check(self) -> None:
         """Refuse a folder holding another run's results; record this run's parameters."""
@@ -243,19 +245,23 @@ class BlockStore:
         write_atomically(self.meta, lambda tmp: tmp.write_text(self.digest, encoding="utf-8"))
 
     def finished(self) -> set[str]:
-        """Blocks already stored with a final status; their records are in ``records``."""
+        """Blocks already stored with a final status; ``record`` reads them back."""
         self.check()
         self._end_torn_line()
-        self.records = read_records(self.path)
-        return {b for b, r in self.records.items() if r.get("status") in FINAL}
+        self.stored = read_records(self.path)
+        return {b for b, r in self.stored.items() if r.get("status") in FINAL}
 
-    def write(self, unit: str, record: dict[str, Any]) -> None:
+    def record(self, block: str) -> BlockRecord:
+        """The stored record of a block ``finished`` named."""
+        return BlockRecord.from_json(self.stored[block])
+
+    def write(self, unit: str, record: BlockRecord) -> None:
         """Append the record of block ``unit`` and make it durable (flush and fsync)."""
-        if record["block"] != unit:
-            raise ValueError(f"record of block {record['block']} stored as {unit}")
+        if record.block != unit:
+            raise ValueError(f"record of block {record.block} stored as {unit}")
         self._end_torn_line()
         with self.path.open("a", encoding="utf-8") as handle:
-            handle.write(json.dumps(record) + "\n")
+            handle.write(json.dumps(record.to_json()) + "\n")
             handle.flush()
             os.fsync(handle.fileno())
 
