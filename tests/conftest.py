@@ -25,6 +25,9 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from statrecon.census.households import schema as hh
+from statrecon.census.households.files import write_households_csv
+
 CliResult = tuple[int, str, str]
 CliRunner = Callable[..., CliResult]
 
@@ -159,8 +162,6 @@ def census_release_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def claims_tables(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The published tables of the two small test blocks (``claims tabulate``)."""
-    from test_claims_cli import households
-
     d = tmp_path_factory.mktemp("tables")
     out = d / "tables.csv"
     proc = statrecon("claims", "tabulate", "--households", households(d), "--out", out)
@@ -228,4 +229,26 @@ columns:
 statistics:
   - {{id: q, sql: "SELECT SUM(age) FROM t WHERE id = 1", value: 3}}
 """, encoding="utf-8")
+    return path
+
+
+# ------------------------------------------------------ two small blocks of housing units
+
+OWNER = {"tenure": "owned_free", "vacancy": "occupied", "size": "1",
+         "hh_type": "nonfamily_female_alone", "hh_type_detail": "female_alone",
+         "under18": "no", "over65": "yes", "hispanic": "no", "age": "75-84", "race": "white"}
+FAMILY = {"tenure": "rented", "vacancy": "occupied", "size": "4", "hh_type": "married",
+          "hh_type_detail": "married_children", "under18": "yes", "over65": "no",
+          "hispanic": "yes", "age": "35-44", "race": "sor"}
+VACANT = dict.fromkeys(hh.COLUMN_NAMES, hh.NA) | {"vacancy": "for_sale"}
+BLOCK_A, BLOCK_B = "010030101001001", "010030101001002"
+
+
+def households(tmp_path: Path) -> Path:
+    rows = [OWNER, FAMILY, VACANT, FAMILY | {"age": "45-54"}, OWNER | {"race": "black"}]
+    blocks = [BLOCK_A, BLOCK_A, BLOCK_A, BLOCK_B, BLOCK_B]
+    df = pd.DataFrame([{"block": b, "tract": b[:11], "state": b[:2], **r}
+                       for b, r in zip(blocks, rows, strict=True)])
+    path = tmp_path / "blocks.csv"
+    write_households_csv(df, path)
     return path

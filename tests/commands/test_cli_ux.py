@@ -57,7 +57,7 @@ def test_plain_progress_lines_name_units_count_and_time() -> None:
 
 
 def test_claims_verify_json_reports_progress_on_stderr(tmp_path: Path) -> None:
-    from test_claims_cli import households
+    from conftest import households
 
     path = households(tmp_path)
     env = {"STATRECON_PROGRESS_INTERVAL": "0.05"}

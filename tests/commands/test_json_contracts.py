@@ -118,7 +118,7 @@ def test_census_keys(run_cli: CliRunner, tmp_path: Path) -> None:
 
 
 def test_claims_tabulate_keys(run_cli: CliRunner, tmp_path: Path) -> None:
-    from test_claims_cli import households
+    from conftest import households
 
     out_csv = tmp_path / "tables.csv"
     code, out, err = run_cli("claims", "tabulate", "--households", households(tmp_path),

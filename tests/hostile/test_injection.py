@@ -410,7 +410,7 @@ def test_census_block_release_block_is_checked(payload: str, box: Sandbox,
 @pytest.mark.parametrize("column", ["block", "cell", "value"])
 def test_claims_tables_values_are_data(payload: str, column: str, box: Sandbox,
                                        run_cli: CliRunner) -> None:
-    from test_claims_cli import households
+    from conftest import households
 
     units = households(box.work)
     code, _, err = run_cli("claims", "tabulate", "--households", str(units), "--out",
@@ -435,7 +435,7 @@ def test_claims_tables_values_are_data(payload: str, column: str, box: Sandbox,
 def test_claims_households_values_are_data(payload: str, command: str, box: Sandbox,
                                            run_cli: CliRunner) -> None:
     import pandas as pd
-    from test_claims_cli import BLOCK_A, households
+    from conftest import BLOCK_A, households
 
     units = households(box.work)
     frame = pd.read_csv(units, dtype=str, keep_default_na=False)

@@ -30,6 +30,7 @@ from typing import Any
 
 import pytest
 from conftest import (
+    BLOCK_A,
     COMMAND,
     EXAMPLES,
     ROOT,
@@ -39,12 +40,12 @@ from conftest import (
     assert_one_line_error,
     assert_user_error,
     audit_cli,
+    households,
     json_of,
     statrecon,
     write_persons,
     write_release,
 )
-from test_claims_cli import BLOCK_A, households
 from typer.testing import CliRunner as TyperRunner
 
 from statrecon.census.households.synthetic import MAX_BLOCK_UNITS

@@ -31,6 +31,7 @@ from typing import Any
 
 import pytest
 from conftest import (
+    BLOCK_A,
     COMMAND,
     EXAMPLES,
     ROOT,
@@ -41,6 +42,7 @@ from conftest import (
     assert_one_line_error,
     assert_user_error,
     audit_cli,
+    households,
     json_of,
     read_claims_rows,
     statrecon,
@@ -49,7 +51,6 @@ from conftest import (
     write_public_release,
     write_schema,
 )
-from test_claims_cli import BLOCK_A, households
 from typer.testing import CliRunner as TyperRunner
 
 from statrecon.census.households.files import read_tables

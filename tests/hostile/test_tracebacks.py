@@ -26,6 +26,7 @@ import pyarrow.parquet as pq
 import pytest
 import typer
 from conftest import (
+    BLOCK_A,
     EXAMPLES,
     SUM_ALL,
     TRACT_A,
@@ -33,6 +34,7 @@ from conftest import (
     assert_one_line_error,
     assert_user_error,
     audit_cli,
+    households,
     read_claims_rows,
     statrecon,
     write_claims_rows,
@@ -40,7 +42,6 @@ from conftest import (
     write_public_release,
     write_release,
 )
-from test_claims_cli import BLOCK_A, households
 from typer.testing import CliRunner as TyperRunner
 
 from statrecon.census.households.files import read_tables

@@ -59,8 +59,9 @@ TRUTH_KEYS = {"sound", "covered_singleton", "covered_all"}
 
 
 def golden() -> ModuleType:
-    """tests/**/test_json_contracts.py, wherever the tests' layout puts it."""
-    path = next((ROOT / "tests").rglob("test_json_contracts.py"))
+    """The golden key sets of tests/commands/test_json_contracts.py (a test module, not a
+    package, so it is loaded from its file)."""
+    path = ROOT / "tests" / "commands" / "test_json_contracts.py"
     spec = importlib.util.spec_from_file_location("json_contracts_golden", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

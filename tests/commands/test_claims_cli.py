@@ -7,31 +7,12 @@ import json
 from pathlib import Path
 
 import pandas as pd
-from conftest import assert_user_error, json_of, statrecon
+from conftest import BLOCK_A, BLOCK_B, assert_user_error, households, json_of, statrecon
 
 from statrecon.census.households import schema as hh
 from statrecon.census.households import tables as hht
-from statrecon.census.households.files import encode, write_households_csv
+from statrecon.census.households.files import encode
 from statrecon.engines.claims import Claim
-
-OWNER = {"tenure": "owned_free", "vacancy": "occupied", "size": "1",
-         "hh_type": "nonfamily_female_alone", "hh_type_detail": "female_alone",
-         "under18": "no", "over65": "yes", "hispanic": "no", "age": "75-84", "race": "white"}
-FAMILY = {"tenure": "rented", "vacancy": "occupied", "size": "4", "hh_type": "married",
-          "hh_type_detail": "married_children", "under18": "yes", "over65": "no",
-          "hispanic": "yes", "age": "35-44", "race": "sor"}
-VACANT = dict.fromkeys(hh.COLUMN_NAMES, hh.NA) | {"vacancy": "for_sale"}
-BLOCK_A, BLOCK_B = "010030101001001", "010030101001002"
-
-
-def households(tmp_path: Path) -> Path:
-    rows = [OWNER, FAMILY, VACANT, FAMILY | {"age": "45-54"}, OWNER | {"race": "black"}]
-    blocks = [BLOCK_A, BLOCK_A, BLOCK_A, BLOCK_B, BLOCK_B]
-    df = pd.DataFrame([{"block": b, "tract": b[:11], "state": b[:2], **r}
-                       for b, r in zip(blocks, rows, strict=True)])
-    path = tmp_path / "blocks.csv"
-    write_households_csv(df, path)
-    return path
 
 
 def test_verify_json_contract_and_soundness(tmp_path: Path) -> None:
