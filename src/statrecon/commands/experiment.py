@@ -11,6 +11,7 @@ import json
 import math
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -166,6 +167,43 @@ def dinur_nissim(
     chosen = _methods(methods)
     rate_list = _numbers("--rates", rates) if subsampling else []
     ns = _integers("--runtime-ns", runtime_ns) if runtime else []
+    _check_exhaustive_and_time(exhaustive_n, exhaustive_noise, time_limit)
+    # Check the later parts' options now, not after minutes of phase transition.
+    _check_later_parts(n, c, rate_list, ns, runtime_ns, exhaustive_alpha)
+    outputs = _Outputs(_prepare_out(out))
+    with step_bar("Dinur–Nissim", quiet=quiet) as tick:
+        phase = dn.phase_transition(n, c, factors, chosen, seed, trials, tick, time_limit)
+    outputs.add("dinur_nissim", phase, dn.plot_phase_transition)
+    sub = None
+    if subsampling:
+        with step_bar("Subsampling", quiet=quiet) as tick:
+            sub = dn.subsampling_defence(n, c, rate_list, chosen[0], seed, progress=tick,
+                                         time_limit=time_limit)
+        outputs.add("subsampling", sub, dn.plot_subsampling)
+    timing = None
+    if runtime:
+        with step_bar("Run time", quiet=quiet) as tick:
+            timing = dn.runtime_scaling(ns, c, chosen, seed, progress=tick,
+                                        time_limit=time_limit)
+        outputs.add("runtime", timing, dn.plot_runtime)
+    exhaustive = None
+    if exhaustive_n is not None:
+        with activity("Exhaustive attack", quiet=quiet):
+            exhaustive = dn.exhaustive_attack(exhaustive_n, exhaustive_alpha, seed,
+                                              exhaustive_noise)
+        outputs.add("exhaustive", exhaustive)
+    outputs.report["files"] = [str(f) for f in outputs.files]
+    if as_json:
+        sys.stdout.write(json.dumps(outputs.report) + "\n")
+        return
+    _print_dinur_nissim(phase, sub, timing, exhaustive, outputs.files)
+
+
+def _check_exhaustive_and_time(exhaustive_n: int | None, exhaustive_noise: str,
+                               time_limit: float | None) -> None:
+    """--exhaustive-n, --exhaustive-noise and --time-limit, in that order."""
+    from statrecon.experiments import dinur_nissim as dn
+
     if exhaustive_n is not None and not 1 <= exhaustive_n <= dn.EXHAUSTIVE_MAX_N:
         raise StatreconError(f"--exhaustive-n {exhaustive_n}: must be in 1..{dn.EXHAUSTIVE_MAX_N}"
                              " (2^n queries × 2^n candidates)")
@@ -174,7 +212,12 @@ def dinur_nissim(
                              "adversarial")
     if time_limit is not None and not time_limit > 0:
         raise StatreconError(f"--time-limit {time_limit}: must be > 0")
-    # Check the later parts' options now, not after minutes of phase transition.
+
+
+def _check_later_parts(n: int, c: float, rate_list: list[float], ns: list[int],
+                       runtime_ns: str, exhaustive_alpha: float) -> None:
+    """The options of every part, checked before the first one runs (minutes)."""
+    from statrecon.experiments import dinur_nissim as dn
     from statrecon.mechanisms import Subsampling
 
     for rate in rate_list:
@@ -185,45 +228,29 @@ def dinur_nissim(
         dn.check_size(size, c)
     if not (exhaustive_alpha >= 0 and exhaustive_alpha < float("inf")):
         raise StatreconError(f"--exhaustive-alpha {exhaustive_alpha}: must be a number >= 0")
-    directory = _prepare_out(out)
-    report: dict[str, Any] = {}
-    files: list[Path] = []
-    with step_bar("Dinur–Nissim", quiet=quiet) as tick:
-        phase = dn.phase_transition(n, c, factors, chosen, seed, trials, tick, time_limit)
-    report["dinur_nissim"] = phase.to_json()
-    if directory is not None:
-        files.append(_write_json(directory / "dinur_nissim.json", report["dinur_nissim"]))
-        files.append(dn.plot_phase_transition(phase, directory / "dinur_nissim.png"))
-    sub = None
-    if subsampling:
-        with step_bar("Subsampling", quiet=quiet) as tick:
-            sub = dn.subsampling_defence(n, c, rate_list, chosen[0], seed, progress=tick,
-                                         time_limit=time_limit)
-        report["subsampling"] = sub.to_json()
-        if directory is not None:
-            files.append(_write_json(directory / "subsampling.json", report["subsampling"]))
-            files.append(dn.plot_subsampling(sub, directory / "subsampling.png"))
-    timing = None
-    if runtime:
-        with step_bar("Run time", quiet=quiet) as tick:
-            timing = dn.runtime_scaling(ns, c, chosen, seed, progress=tick,
-                                        time_limit=time_limit)
-        report["runtime"] = timing.to_json()
-        if directory is not None:
-            files.append(_write_json(directory / "runtime.json", report["runtime"]))
-            files.append(dn.plot_runtime(timing, directory / "runtime.png"))
-    exhaustive = None
-    if exhaustive_n is not None:
-        with activity("Exhaustive attack", quiet=quiet):
-            exhaustive = dn.exhaustive_attack(exhaustive_n, exhaustive_alpha, seed,
-                                              exhaustive_noise)
-        report["exhaustive"] = exhaustive.to_json()
-        if directory is not None:
-            files.append(_write_json(directory / "exhaustive.json", report["exhaustive"]))
-    report["files"] = [str(f) for f in files]
-    if as_json:
-        sys.stdout.write(json.dumps(report) + "\n")
-        return
+
+
+@dataclass
+class _Outputs:
+    """The --json report and the files written under --out (if given), part by part."""
+
+    directory: Path | None
+    report: dict[str, Any] = field(default_factory=dict)
+    files: list[Path] = field(default_factory=list)
+
+    def add(self, key: str, result: Any, plot: Callable[[Any, Path], Path] | None = None
+            ) -> None:
+        """A part's result: in the report under ``key``, and as ``key``.json (and .png)."""
+        self.report[key] = result.to_json()
+        if self.directory is not None:
+            self.files.append(_write_json(self.directory / f"{key}.json", self.report[key]))
+            if plot is not None:
+                self.files.append(plot(result, self.directory / f"{key}.png"))
+
+
+def _print_dinur_nissim(phase: Any, sub: Any, timing: Any, exhaustive: Any,
+                        files: list[Path]) -> None:
+    """The human view: one table per part run, then the files written (on stderr)."""
     console = output_console()
     console.print(_phase_table(phase))
     if sub is not None:

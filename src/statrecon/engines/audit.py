@@ -428,15 +428,7 @@ class _ModularBasis:
     def probe(self, row: Row, answer: Fraction, idx: int) -> _Probe:
         P, K, r = self.P, self.K, self.r
         self._grow(r + 1, idx + 1)
-        a = np.zeros((K, self.n), dtype=np.int64)
-        small = all(type(v) is int and -(2**62) < v < 2**62 for v in row.values())
-        if small:  # vectorized: integer coefficients (0/1 from SQL statistics)
-            cols = np.fromiter(row.keys(), dtype=np.int64, count=len(row))
-            vals = np.fromiter(row.values(), dtype=np.int64, count=len(row))
-            a[:, cols] = vals[None, :] % P[:, None]
-        else:
-            for j, v in row.items():
-                a[:, j] = [_mod(v, p) for p in self.primes]
+        a = self._residue_row(row)
         c = np.zeros((K, self.C.shape[2]), dtype=np.int64)
         c[:, idx] = 1
         val = np.array([_mod(answer, p) for p in self.primes], dtype=np.int64)
@@ -460,6 +452,33 @@ class _ModularBasis:
         new_b = a * inv[:, None] % P[:, None]
         new_c = c * inv[:, None] % P[:, None]
         new_v = val * inv % P
+        U, f, h_new, done = self._pinned(q, new_b, new_c, new_v)
+        disclosed = sorted(done)
+        if nz.size == 1:
+            disclosed = sorted([*disclosed, q])
+        return _Probe("independent", disclosed, (q, new_b, new_c, new_v, U, f, h_new, done))
+
+    def _residue_row(self, row: Row) -> np.ndarray:
+        """A statistic's row modulo every prime, dense: shape (K, n)."""
+        P, K = self.P, self.K
+        a = np.zeros((K, self.n), dtype=np.int64)
+        small = all(type(v) is int and -(2**62) < v < 2**62 for v in row.values())
+        if small:  # vectorized: integer coefficients (0/1 from SQL statistics)
+            cols = np.fromiter(row.keys(), dtype=np.int64, count=len(row))
+            vals = np.fromiter(row.values(), dtype=np.int64, count=len(row))
+            a[:, cols] = vals[None, :] % P[:, None]
+        else:
+            for j, v in row.items():
+                a[:, j] = [_mod(v, p) for p in self.primes]
+        return a
+
+    def _pinned(self, q: int, new_b: np.ndarray, new_c: np.ndarray, new_v: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray, int, dict[int, tuple[np.ndarray, np.ndarray]]]:
+        """What adding the basis row ``new_b`` (pivot ``q``) does to the others: the rows U
+        that hold column q, their entries f there, the sketch of the new row, and for each
+        row that becomes a unit vector (its record pinned) its pivot -> (combination, value).
+        """
+        P, r = self.P, self.r
         holds_q = self.B[:, :r, q] != 0
         self._agree(holds_q)
         U = np.flatnonzero(holds_q[0])
@@ -481,10 +500,7 @@ class _ModularBasis:
                 cu = (self.C[:, u, :] - fc[:, t, None] * new_c) % P[:, None]
                 vu = (self.V[:, u] - fc[:, t] * new_v) % P
                 done[self.pivots[u]] = (cu, vu)
-        disclosed = sorted(done)
-        if nz.size == 1:
-            disclosed = sorted([*disclosed, q])
-        return _Probe("independent", disclosed, (q, new_b, new_c, new_v, U, f, h_new, done))
+        return U, f, h_new, done
 
     def commit(self, probe: _Probe) -> None:
         if probe.kind != "independent":

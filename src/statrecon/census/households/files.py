@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -140,21 +141,7 @@ def read_households(path: Path | str) -> pd.DataFrame:
     state and the ten columns, as strings.
     """
     path = Path(path)
-    if not path.is_file():
-        raise StatreconError(f"{path}: no such file")
-    try:
-        raw = pd.read_csv(path, dtype=object, keep_default_na=False, na_filter=False,
-                          skip_blank_lines=False, encoding="utf-8")
-    except pd.errors.EmptyDataError:
-        raise StatreconError(f"{path}: empty file; a households file needs a header line "
-                             f"with {', '.join(OUTPUT_COLUMNS)}") from None
-    except pd.errors.ParserError as e:
-        first = str(e).strip().splitlines()[0]
-        raise StatreconError(f"{path}: not a valid CSV file: {first}") from None
-    except UnicodeDecodeError:
-        raise StatreconError(f"{path}: not UTF-8 text") from None
-    except OSError as e:
-        raise StatreconError(f"{path}: cannot read: {e.strerror or e}") from None
+    raw = _read_csv(path)
     raw.columns = [str(c).strip() for c in raw.columns]
     missing = [c for c in REQUIRED_COLUMNS if c not in raw.columns]
     if missing:
@@ -169,26 +156,69 @@ def read_households(path: Path | str) -> pd.DataFrame:
     cols = {c: _stripped(raw[c])[keep] for c in OUTPUT_COLUMNS if c in raw.columns}
     if len(lines) == 0:
         raise StatreconError(f"{path}: no housing units (the file has only a header line)")
+    where = _Lines(path, lines)
+    uniq, inverse = _check_blocks(cols["block"], where)
+    _tract_and_state(cols, uniq, inverse, where)
+    _check_rules(_unit_codes(cols, where), where)
+    return pd.DataFrame({c: cols[c] for c in OUTPUT_COLUMNS}, columns=list(OUTPUT_COLUMNS))
 
-    def where(bad: np.ndarray) -> tuple[int, str, str]:
+
+def _read_csv(path: Path) -> pd.DataFrame:
+    """Every cell of a households file as text, or a one-line error naming the file."""
+    if not path.is_file():
+        raise StatreconError(f"{path}: no such file")
+    try:
+        return pd.read_csv(path, dtype=object, keep_default_na=False, na_filter=False,
+                           skip_blank_lines=False, encoding="utf-8")
+    except pd.errors.EmptyDataError:
+        raise StatreconError(f"{path}: empty file; a households file needs a header line "
+                             f"with {', '.join(OUTPUT_COLUMNS)}") from None
+    except pd.errors.ParserError as e:
+        first = str(e).strip().splitlines()[0]
+        raise StatreconError(f"{path}: not a valid CSV file: {first}") from None
+    except UnicodeDecodeError:
+        raise StatreconError(f"{path}: not UTF-8 text") from None
+    except OSError as e:
+        raise StatreconError(f"{path}: cannot read: {e.strerror or e}") from None
+
+
+@dataclass(frozen=True)
+class _Lines:
+    """The file line of each housing unit read, to name the first bad one."""
+
+    path: Path
+    lines: np.ndarray  # line of each unit (the header is line 1; blank lines are skipped)
+
+    def first(self, bad: np.ndarray) -> tuple[int, str, str]:
         """(row, 'PATH: line N', ' (k more such rows)') of the first bad row."""
         i, n = int(np.argmax(bad)), int(bad.sum())
-        return i, f"{path}: line {lines[i]}", (f" ({n - 1} more such rows)" if n > 1 else "")
+        return i, f"{self.path}: line {self.lines[i]}", (f" ({n - 1} more such rows)"
+                                                         if n > 1 else "")
 
-    block = cols["block"]
+
+def _check_blocks(block: np.ndarray, where: _Lines) -> tuple[np.ndarray, np.ndarray]:
+    """Block ids are 15-digit GEOIDs, no block holds too many units; returns the distinct
+    ids and the index of each unit's block among them."""
     uniq, inverse = _factorize(block)
     bad = np.array([BLOCK_GEOID.fullmatch(b) is None for b in uniq], dtype=bool)[inverse]
     if bad.any():
-        i, at, more = where(bad)
+        i, at, more = where.first(bad)
         raise StatreconError(f"{at}: block id {block[i]!r} is not {GEOID_LENGTH} digits "
                              f"(state 2, county 3, tract 6, block 4){more}")
     units_in = np.bincount(inverse)
     if len(units_in) and units_in.max() > MAX_BLOCK_UNITS:
         big = int(np.argmax(units_in))
-        i, at, _ = where(np.cumsum(inverse == big) == MAX_BLOCK_UNITS + 1)
+        i, at, _ = where.first(np.cumsum(inverse == big) == MAX_BLOCK_UNITS + 1)
         raise StatreconError(f"{at}: block {uniq[big]} has {int(units_in[big]):,} housing "
                              f"units, more than a census block holds (at most "
                              f"{MAX_BLOCK_UNITS:,})")
+    return uniq, inverse
+
+
+def _tract_and_state(cols: dict[str, np.ndarray], uniq: np.ndarray, inverse: np.ndarray,
+                     where: _Lines) -> None:
+    """Fill in tract and state from the block ids, or check that the given ones agree."""
+    block = cols["block"]
     for name, length in (("tract", TRACT_LENGTH), ("state", STATE_LENGTH)):
         derived = np.array([b[:length] for b in uniq], dtype=object)[inverse]
         if name not in cols:
@@ -196,24 +226,32 @@ def read_households(path: Path | str) -> pd.DataFrame:
             continue
         bad = cols[name] != derived
         if bad.any():
-            i, at, more = where(bad)
+            i, at, more = where.first(bad)
             raise StatreconError(f"{at}: {name} {cols[name][i]!r} disagrees with block "
                                  f"{block[i]} (whose {name} is {derived[i]}){more}")
-    codes = np.empty((len(lines), hh.N_COLUMNS), dtype=np.uint8)
+
+
+def _unit_codes(cols: dict[str, np.ndarray], where: _Lines) -> np.ndarray:
+    """Unit codes of the ten columns; the first unknown value is an error."""
+    codes = np.empty((len(where.lines), hh.N_COLUMNS), dtype=np.uint8)
     for j, column in enumerate(hh.COLUMNS):
         col_codes = _column_codes(cols[column.name], column)
         bad = col_codes < 0
         if bad.any():
-            i, at, more = where(bad)
+            i, at, more = where.first(bad)
             raise StatreconError(f"{at}: {_unknown_value(column, cols[column.name][i])}{more}")
         codes[:, j] = col_codes
+    return codes
+
+
+def _check_rules(codes: np.ndarray, where: _Lines) -> None:
+    """Every unit passes the structural rules; the first that breaks one is an error."""
     bad = incoherent(codes)
     if bad.any():
-        i, at, more = where(bad)
+        i, at, more = where.first(bad)
         rule = hh.broken_rule(hh.decode(codes[i]))
         why = rule.message if rule is not None else "not a coherent housing unit"
         raise StatreconError(f"{at} breaks a structural rule: {why}{more}")
-    return pd.DataFrame({c: cols[c] for c in OUTPUT_COLUMNS}, columns=list(OUTPUT_COLUMNS))
 
 
 # --- published block tables -----------------------------------------------------------------
@@ -255,15 +293,7 @@ def read_tables(path: Path) -> dict[str, np.ndarray]:
                     not {"block", "cell", "value"} <= set(reader.fieldnames):
                 raise StatreconError(f"{path}: expected the columns block, cell, value")
             for line, row in enumerate(reader, start=2):
-                block, cell = (row["block"] or "").strip(), (row["cell"] or "").strip()
-                if not BLOCK_GEOID.fullmatch(block):
-                    raise StatreconError(f"{path}: line {line}: block id {block[:30]!r} is not "
-                                         "15 digits (state 2, county 3, tract 6, block 4)")
-                if cell not in position:
-                    raise StatreconError(f"{path}: line {line}: unknown cell {cell[:30]!r} "
-                                         "(cells look like H13A_004; see `statrecon claims "
-                                         "tabulate`)")
-                v = _count(path, line, cell, row["value"])
+                block, cell, v = _table_row(path, line, row, position)
                 if block not in out:
                     out[block] = np.zeros(len(position), dtype=np.int64)
                     first_line[block] = np.zeros(len(position), dtype=np.int64)
@@ -280,13 +310,32 @@ def read_tables(path: Path) -> dict[str, np.ndarray]:
         raise StatreconError(f"{path}: not UTF-8 text") from None
     if not out:
         raise StatreconError(f"{path}: no rows")
+    _check_every_cell(path, first_line)
+    return out
+
+
+def _table_row(path: Path, line: int, row: dict[str, str | None], position: dict[str, int]
+               ) -> tuple[str, str, int]:
+    """(block, cell, count) of one line of a tables file, each checked."""
+    block, cell = (row["block"] or "").strip(), (row["cell"] or "").strip()
+    if not BLOCK_GEOID.fullmatch(block):
+        raise StatreconError(f"{path}: line {line}: block id {block[:30]!r} is not "
+                             "15 digits (state 2, county 3, tract 6, block 4)")
+    if cell not in position:
+        raise StatreconError(f"{path}: line {line}: unknown cell {cell[:30]!r} "
+                             "(cells look like H13A_004; see `statrecon claims "
+                             "tabulate`)")
+    return block, cell, _count(path, line, cell, row["value"])
+
+
+def _check_every_cell(path: Path, first_line: dict[str, np.ndarray]) -> None:
+    """Every block publishes every cell (zeros too): the first gap is an error."""
     for block, lines in first_line.items():
         mask = lines > 0
         if not mask.all():
             missing = hht.table_index().cells[int(np.flatnonzero(~mask)[0])].cell
             raise StatreconError(f"{path}: block {block} lacks {int((~mask).sum())} of the "
                                  f"{len(mask)} cells (for example {missing}); publish zeros too")
-    return out
 
 
 def write_tables(tables: dict[str, np.ndarray], path: Path) -> None:

@@ -7,55 +7,9 @@ is coherent (it passes ``households.broken_rule``) and the attribute frequencies
 published national 2010 shares, perturbed per state, tract and block so that places differ
 the way real ones do (blocks more alike inside than tracts, tracts more than states).
 
-Sources of the national shares (2010 Census; counts are national totals):
-
-* occupancy, vacancy status, tenure: 2010 Census Brief C2010BR-07 "Housing Characteristics:
-  2010" and SF1 tables H3, H4, H5. 131,704,730 housing units, 14,988,438 vacant (11.4%); the
-  seven vacancy statuses (for rent 4,137,567; rented, not occupied 206,825; for sale only
-  1,896,796; sold, not occupied 421,032; seasonal, recreational or occasional use 4,649,298;
-  migrant workers 24,161; other vacant 3,652,759; they add up to the vacant total);
-  116,716,292 occupied units, owner-occupied 65.1% (owned with a mortgage or loan 52,979,430,
-  free and clear 23,006,644), renter-occupied 34.9% (40,730,218).
-* the split of renters into cash rent and *occupied without payment of rent* is not in SF1;
-  about 5.5% of renter-occupied units pay no cash rent in the 2010 ACS (B25063) -- approximate.
-* household type: C2010BR-14 "Households and Families: 2010" and SF1 P18: husband-wife
-  56,510,377 (48.4%), other family with a male householder 5,777,570 (5.0%), with a female
-  householder 15,250,349 (13.1%), living alone 31,204,909 (26.7%: men 13,906,294, women
-  17,298,615), nonfamily not alone 7,973,087 (6.8%; the men/women split 4.55M/3.42M is
-  approximate). Average household size 2.58.
-* own children under 18: husband-wife families 23.6 million (20.2% of households), female
-  householder 7.2%, male householder 2.4% (approximate); unmarried-partner (cohabiting)
-  households 7.7 million (6.6%), about a third of them with own children (approximate).
-* households with people under 18: 33.4%; with people 65 and over: 24.9%; householder 65+
-  living alone 9.4% (C2010BR-14 / DP-1; the first two approximate).
-* household size (SF1 H13, approximate): 1 person 26.7%, 2 33.6%, 3 15.8%, 4 13.2%, 5 6.2%,
-  6 2.5%, 7+ 2.0%. The size of each household is drawn given its detailed type (tables below),
-  so the overall distribution is only near these shares.
-* age of householder (SF1 H17, approximate): 15-24 4.6%, 25-34 15.1%, 35-44 18.3%, 45-54
-  21.3%, 55-59 9.6%, 60-64 8.3%, 65-74 11.3%, 75-84 7.9%, 85+ 2.9%. Owners, householders
-  living alone and couples without children are older; the factors that say how much are
-  judgement, and the base distribution is calibrated so the national marginal stays as above.
-* race and Hispanic origin of householder (SF1 H6, H7, approximate): White alone 77.5%,
-  Black 12.1%, American Indian and Alaska Native 0.8%, Asian 4.0%, Native Hawaiian and
-  Other Pacific Islander 0.1%, Some Other Race 3.6%, Two or More Races 1.9%; Hispanic
-  householders about 11.6%, drawn given race (most Some Other Race householders are Hispanic).
-
-Geography and sizes (modelling choices, not published figures):
-
-* five real states with the counties of the paper's Table 1 examples (Baldwin AL, Baltimore
-  city MD, Wayne MI, Clark NV, McKenzie ND); block ids are 15-digit GEOIDs state(2) county(3)
-  tract(6) block(4), the tract is the 11-digit prefix and the state the 2-digit FIPS code.
-* state shares are Dirichlet (Beta for two-way splits) draws around the national shares,
-  tract shares around their state's, and block shares (vacancy rate, tenure, race) around
-  their tract's, with concentrations chosen so blocks are more homogeneous than tracts.
-* housing units per block: lognormal with median 10 and sigma 1.1 (mean about 18), rounded,
-  at least 1 and at most 4,095 (``files.MAX_BLOCK_UNITS``). 2010 had 131.7M housing units in
-  roughly 6.5M blocks with any housing (mean about 20); a median of about 10 is approximate.
-  Tracts have 30 to 45 blocks (real tracts have more; smaller keeps the population file
-  small).
-* one target block per tract, picked uniformly, with its size drawn from the same lognormal
-  truncated to 2..60 units: the cap bounds the exact solving cost of a block, which grows
-  quickly with the number of units.
+The national shares drawn from (2010 Census, SF1 and the Census Briefs) and the modelling
+choices for geography and block sizes are listed, with their sources, in
+``docs/derivations/synthetic_blocks.md``.
 """
 
 from __future__ import annotations
@@ -333,8 +287,65 @@ def generate_blocks(n_blocks: int, seed: int) -> GeneratedBlocks:
     n_tracts = int(n_blocks)
     n_states = min(len(STATES), n_tracts)
     tract_state = np.sort(np.arange(n_tracts) % n_states)
+    states = _state_shares(rng, model, n_states)  # drawn first: the draws are seeded
+    tracts = _tract_shares(rng, states, tract_state)
+    tract_ids = _tract_ids(rng, tract_state)
 
-    # states
+    # blocks
+    c = CONC
+    n_per_tract = rng.integers(BLOCKS_PER_TRACT[0], BLOCKS_PER_TRACT[1] + 1, size=n_tracts)
+    block_tract = np.repeat(np.arange(n_tracts), n_per_tract)
+    first_block = np.concatenate([[0], np.cumsum(n_per_tract)[:-1]])
+    target_block = first_block + rng.integers(0, n_per_tract)
+    units = _lognormal_units(rng, len(block_tract), 1, MAX_BLOCK_UNITS)
+    units[target_block] = _truncated_units(rng, n_tracts, MIN_TARGET_UNITS, MAX_TARGET_UNITS)
+    t = block_tract
+    bl_vac = _beta(rng, tracts.vacancy[t], c["vacancy"][2])
+    bl_owner = _beta(rng, tracts.owner[t], c["owner"][2])
+    bl_race = _dirichlet(rng, tracts.race[t], c["race"][2])
+    block_ids = np.array([f"{tract_ids[tr]}{_block_number(i - first_block[tr])}"
+                          for i, tr in enumerate(block_tract)])
+
+    # units
+    ub = np.repeat(np.arange(len(block_tract)), units)  # block of each unit
+    ut = block_tract[ub]  # tract of each unit
+    codes = _draw_units(rng, model, ub, ut, _UnitShares(bl_vac, bl_owner, bl_race, tracts))
+    _check_coherent(codes)
+    population = _frame(codes, ub, block_ids)
+    is_target = np.zeros(len(block_tract), dtype=bool)
+    is_target[target_block] = True
+    targets = population[is_target[ub]].reset_index(drop=True)
+    return GeneratedBlocks(targets, population, int(seed))
+
+
+@dataclass(frozen=True)
+class _Shares:
+    """The shares of one level of geography, one row per state (or per tract)."""
+
+    vacancy: np.ndarray  # vacancy rate
+    status: np.ndarray  # shares of the vacancy statuses, (places, 7)
+    owner: np.ndarray  # owner share of the occupied units
+    mortgage: np.ndarray  # share of owners with a mortgage
+    no_cash: np.ndarray  # share of renters occupying without payment of rent
+    hh_type: np.ndarray  # household type base shares, (places, 7)
+    age: np.ndarray  # householder age base shares, (places, 9)
+    race: np.ndarray  # race of householder, (places, 7)
+    hispanic: np.ndarray  # P(Hispanic householder | race), (places, 7)
+
+
+@dataclass(frozen=True)
+class _UnitShares:
+    """What each unit is drawn from: its block's vacancy rate, owner share and race shares,
+    and the rest from its tract (``tract``, one row per tract)."""
+
+    block_vacancy: np.ndarray  # (blocks,)
+    block_owner: np.ndarray  # (blocks,)
+    block_race: np.ndarray  # (blocks, 7)
+    tract: _Shares
+
+
+def _state_shares(rng: np.random.Generator, model: _Model, n_states: int) -> _Shares:
+    """State shares drawn around the national ones (in this order: the draws are seeded)."""
     c = CONC
     st_vac = _beta(rng, np.full(n_states, VACANCY_RATE), c["vacancy"][0])
     st_status = _dirichlet(rng, np.tile(model.vacant_status, (n_states, 1)),
@@ -348,45 +359,26 @@ def generate_blocks(n_blocks: int, seed: int) -> GeneratedBlocks:
     st_race = _dirichlet(rng, np.tile(model.race, (n_states, 1)), c["race"][0])
     hisp = np.array(HISPANIC_GIVEN_RACE)
     st_hisp = _beta(rng, np.tile(hisp, (n_states, 1)), c["hispanic"][0])
+    return _Shares(st_vac, st_status, st_owner, st_mort, st_nocash, st_type, st_age, st_race,
+                   st_hisp)
 
-    # tracts
+
+def _tract_shares(rng: np.random.Generator, states: _Shares, tract_state: np.ndarray
+                  ) -> _Shares:
+    """Tract shares drawn around their state's (in this order: the draws are seeded)."""
+    c = CONC
     s = tract_state
-    tr_vac = _beta(rng, st_vac[s], c["vacancy"][1])
-    tr_status = _dirichlet(rng, st_status[s], c["vacant_status"][1])
-    tr_owner = _beta(rng, st_owner[s], c["owner"][1])
-    tr_mort = _beta(rng, st_mort[s], c["mortgage"][1])
-    tr_nocash = _beta(rng, st_nocash[s], c["no_cash_rent"][1])
-    tr_type = _dirichlet(rng, st_type[s], c["hh_type"][1])
-    tr_age = _dirichlet(rng, st_age[s], c["age"][1])
-    tr_race = _dirichlet(rng, st_race[s], c["race"][1])
-    tr_hisp = _beta(rng, st_hisp[s], c["hispanic"][1])
-    tract_ids = _tract_ids(rng, tract_state)
-
-    # blocks
-    n_per_tract = rng.integers(BLOCKS_PER_TRACT[0], BLOCKS_PER_TRACT[1] + 1, size=n_tracts)
-    block_tract = np.repeat(np.arange(n_tracts), n_per_tract)
-    first_block = np.concatenate([[0], np.cumsum(n_per_tract)[:-1]])
-    target_block = first_block + rng.integers(0, n_per_tract)
-    units = _lognormal_units(rng, len(block_tract), 1, MAX_BLOCK_UNITS)
-    units[target_block] = _truncated_units(rng, n_tracts, MIN_TARGET_UNITS, MAX_TARGET_UNITS)
-    t = block_tract
-    bl_vac = _beta(rng, tr_vac[t], c["vacancy"][2])
-    bl_owner = _beta(rng, tr_owner[t], c["owner"][2])
-    bl_race = _dirichlet(rng, tr_race[t], c["race"][2])
-    block_ids = np.array([f"{tract_ids[tr]}{_block_number(i - first_block[tr])}"
-                          for i, tr in enumerate(block_tract)])
-
-    # units
-    ub = np.repeat(np.arange(len(block_tract)), units)  # block of each unit
-    ut = block_tract[ub]  # tract of each unit
-    codes = _draw_units(rng, model, ub, ut, bl_vac, bl_owner, bl_race, tr_status, tr_mort,
-                        tr_nocash, tr_type, tr_age, tr_hisp)
-    _check_coherent(codes)
-    population = _frame(codes, ub, block_ids)
-    is_target = np.zeros(len(block_tract), dtype=bool)
-    is_target[target_block] = True
-    targets = population[is_target[ub]].reset_index(drop=True)
-    return GeneratedBlocks(targets, population, int(seed))
+    tr_vac = _beta(rng, states.vacancy[s], c["vacancy"][1])
+    tr_status = _dirichlet(rng, states.status[s], c["vacant_status"][1])
+    tr_owner = _beta(rng, states.owner[s], c["owner"][1])
+    tr_mort = _beta(rng, states.mortgage[s], c["mortgage"][1])
+    tr_nocash = _beta(rng, states.no_cash[s], c["no_cash_rent"][1])
+    tr_type = _dirichlet(rng, states.hh_type[s], c["hh_type"][1])
+    tr_age = _dirichlet(rng, states.age[s], c["age"][1])
+    tr_race = _dirichlet(rng, states.race[s], c["race"][1])
+    tr_hisp = _beta(rng, states.hispanic[s], c["hispanic"][1])
+    return _Shares(tr_vac, tr_status, tr_owner, tr_mort, tr_nocash, tr_type, tr_age, tr_race,
+                   tr_hisp)
 
 
 def _tract_ids(rng: np.random.Generator, tract_state: np.ndarray) -> list[str]:
@@ -408,33 +400,33 @@ def _block_number(i: int) -> str:
 
 
 def _draw_units(rng: np.random.Generator, model: _Model, ub: np.ndarray, ut: np.ndarray,
-                bl_vac: np.ndarray, bl_owner: np.ndarray, bl_race: np.ndarray,
-                tr_status: np.ndarray, tr_mort: np.ndarray, tr_nocash: np.ndarray,
-                tr_type: np.ndarray, tr_age: np.ndarray, tr_hisp: np.ndarray) -> np.ndarray:
-    """Codes (n, 10) of every unit, drawn in the order vacancy, tenure, household type,
-    detailed type, size, age, under18, over65, race, Hispanic origin."""
+                shares: _UnitShares) -> np.ndarray:
+    """Codes (n, 10) of every unit (``ub``/``ut``: its block and tract), drawn in the order
+    vacancy, tenure, household type, detailed type, size, age, under18, over65, race,
+    Hispanic origin."""
+    tract = shares.tract
     n = len(ub)
     codes = np.full((n, hh.N_COLUMNS), hh.NA_CODE, dtype=np.uint8)
     col = hh.COL
     # vacancy status (0 = occupied)
-    vacant = rng.random(n) < bl_vac[ub]
-    status = _choice_rows(rng, tr_status[ut[vacant]]) + 1
+    vacant = rng.random(n) < shares.block_vacancy[ub]
+    status = _choice_rows(rng, tract.status[ut[vacant]]) + 1
     codes[:, col["vacancy"]] = 0
     codes[vacant, col["vacancy"]] = status
     occ = np.flatnonzero(~vacant)
     m = len(occ)
     ob, ot = ub[occ], ut[occ]
     # tenure: owner per block, then mortgage / no cash rent per tract
-    owner = rng.random(m) < bl_owner[ob]
+    owner = rng.random(m) < shares.block_owner[ob]
     split = rng.random(m)
-    tenure = np.where(owner, np.where(split < tr_mort[ot], 0, 1),
-                      np.where(split < tr_nocash[ot], 3, 2))
+    tenure = np.where(owner, np.where(split < tract.mortgage[ot], 0, 1),
+                      np.where(split < tract.no_cash[ot], 3, 2))
     # household type given owner/renter: the tract's base times the tenure factor
-    type_p = tr_type[ot] * model.type_factor[owner.astype(int)]
+    type_p = tract.hh_type[ot] * model.type_factor[owner.astype(int)]
     hh_type = _choice_rows(rng, type_p)
     detail = _choice_rows(rng, model.detail_given_type[hh_type])
     size = _choice_rows(rng, model.size_given_detail[detail])  # code 0 = 1 person
-    age = _choice_rows(rng, tr_age[ot] * model.age_factor[tenure, detail])
+    age = _choice_rows(rng, tract.age[ot] * model.age_factor[tenure, detail])
     # under18 / over65, limited by the room the size leaves (households.min_size)
     details = np.array(hh.HH_DETAILS)
     own_children = np.isin(details[detail], sorted(hh.OWN_CHILDREN))
@@ -452,8 +444,8 @@ def _draw_units(rng: np.random.Generator, model: _Model, ub: np.ndarray, ut: np.
                                        1 + np.maximum(1, under18.astype(int)
                                                       + (over65 & ~age65))))
     over65 &= ~((need > people) & ~age65)
-    race = _choice_rows(rng, bl_race[ob])
-    hispanic = rng.random(m) < tr_hisp[ot, race]
+    race = _choice_rows(rng, shares.block_race[ob])
+    hispanic = rng.random(m) < tract.hispanic[ot, race]
     rows = codes[occ]
     rows[:, col["tenure"]] = tenure
     rows[:, col["size"]] = size

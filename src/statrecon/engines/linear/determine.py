@@ -52,7 +52,6 @@ def determine(F: Matrix, answers: list[Fraction] | tuple[Fraction, ...],
     ``rref`` runs the full exact elimination of [F | I] (the fallback, kept for testing)."""
     check_system(F, list(answers))
     # lazy: the package is imported at CLI start-up (the --method help), scipy only here
-    import flint
     import scipy.sparse as sp
 
     start = time.perf_counter()
@@ -60,6 +59,37 @@ def determine(F: Matrix, answers: list[Fraction] | tuple[Fraction, ...],
     k, n = Fs.shape
     if k == 0 or n == 0:
         return Determination(True, 0, (), elapsed_s=time.perf_counter() - start)
+    system = _collapse(Fs, answers)
+    reduced = _independent_rows(system.D, system.b) if algorithm == "auto" else None
+    if reduced is not None:
+        rows_i, conflict_rows = reduced
+        if conflict_rows:
+            return Determination(False, len(rows_i), (), conflict_rows,
+                                 time.perf_counter() - start)
+        fast = _determine_full_row_rank(Fs, system.D[rows_i], system.sub.shape[1],
+                                        system.candidates, system.b, rows_i)
+        if fast is not None:
+            return Determination(True, len(rows_i), tuple(fast), (),
+                                 time.perf_counter() - start)
+    return _determine_rref(Fs, system, start)
+
+
+@dataclass(frozen=True)
+class _Collapsed:
+    """The statistics as integers with identical columns collapsed (``_collapse``)."""
+
+    candidates: np.ndarray  # records whose column is unique and non-zero (sorted)
+    sub: np.ndarray  # their columns
+    oth_u: np.ndarray  # the distinct non-zero columns of every other record
+    D: np.ndarray  # [sub | oth_u]
+    b: list[Fraction]  # the answers
+
+
+def _collapse(Fs: sp.csr_matrix, answers: list[Fraction] | tuple[Fraction, ...]
+              ) -> _Collapsed:
+    """Integer columns, identical ones collapsed: a record that shares its column with
+    another is never determined, and distinct columns are enough for everything else."""
+    k, n = Fs.shape
     dense = Fs.toarray()
     if not np.allclose(dense, np.round(dense)):
         raise ValueError("determine needs integer coefficients")
@@ -78,16 +108,17 @@ def determine(F: Matrix, answers: list[Fraction] | tuple[Fraction, ...],
     oth_u = oth_u[:, np.any(oth_u != 0, axis=0)] if oth_u.size else oth_u
     b = [Fraction(v) for v in answers]
     D = np.hstack([sub, oth_u]) if oth_u.size else sub
-    reduced = _independent_rows(D, b) if algorithm == "auto" else None
-    if reduced is not None:
-        rows_i, conflict_rows = reduced
-        if conflict_rows:
-            return Determination(False, len(rows_i), (), conflict_rows,
-                                 time.perf_counter() - start)
-        fast = _determine_full_row_rank(Fs, D[rows_i], sub.shape[1], candidates, b, rows_i)
-        if fast is not None:
-            return Determination(True, len(rows_i), tuple(fast), (),
-                                 time.perf_counter() - start)
+    return _Collapsed(candidates, sub, oth_u, D, b)
+
+
+def _determine_rref(Fs: sp.csr_matrix, system: _Collapsed, start: float) -> Determination:
+    """The full exact elimination of [F | I] (FLINT, integers): every row of the reduced
+    form that is e_j on the records is a certificate for record j; a row that is zero on the
+    records combines the statistics into 0 = its answer (a conflict unless that is 0)."""
+    import flint
+
+    k = Fs.shape[0]
+    sub, oth_u, candidates, b = system.sub, system.oth_u, system.candidates, system.b
     m = sub.shape[1]
     # Column order: candidates, then other distinct columns, then the identity (certificates).
     block = np.hstack([sub, oth_u, np.eye(k, dtype=np.int64)])

@@ -144,11 +144,58 @@ def compile_linear(release: Release, public: PublicTable,
     """
     secret, parsed, ignored = _parse_all(release)
     n = public.rows
-    if max_cells is not None and len(parsed) * n > max_cells:
+    _check_cells(release, len(parsed), n, max_cells)
+    lower, upper = _record_bounds(secret, n, bounds)
+    masks = evaluate_predicates(release, public, [p.public_sql for p in parsed],
+                                [p.stat for p in parsed])
+    equations: list[_Equation] = []
+    for p, mask in zip(parsed, masks, strict=True):
+        equation = _equation(p, mask, public)
+        if equation is None:
+            ignored.append(p.stat.id)
+            continue
+        equations.append(equation)
+    if equations:
+        matrix = sp.csr_matrix(np.vstack([e.mask for e in equations]).astype(np.float64))
+    else:
+        matrix = sp.csr_matrix((0, n), dtype=np.float64)
+    return LinearSystem(
+        matrix=matrix, answers=np.array([float(e.value) for e in equations], dtype=float),
+        exact_answers=tuple(e.value for e in equations),
+        errors=np.array([e.error for e in equations], dtype=float),
+        scales=np.array([e.scale for e in equations], dtype=float),
+        kinds=tuple(e.kind for e in equations), stat_ids=tuple(e.stat_id for e in equations),
+        secret=secret, lower=lower, upper=upper,
+        public=public, ignored=tuple(ignored), user_bounds=bounds is not None,
+    )
+
+
+@dataclass(frozen=True)
+class _Equation:
+    """One statistic as a row of the system: ``mask @ x`` is ``value`` (exactly, within
+    ``error``, or up to noise of scale ``scale``)."""
+
+    stat_id: str
+    mask: np.ndarray
+    value: Fraction  # AVG already multiplied by the group size, complements turned around
+    error: float  # half-width of the guaranteed interval (inf: noisy)
+    scale: float  # weight of the answer's noise
+    kind: AnswerKind
+
+
+def _check_cells(release: Release, statistics: int, n: int, max_cells: int | None) -> None:
+    """Refuse a system over ``max_cells`` before any predicate is evaluated."""
+    if max_cells is not None and statistics * n > max_cells:
         raise StatreconError(
-            f"{release.source or 'release'}: {len(parsed):,} statistics x {n:,} public rows = "
-            f"{len(parsed) * n:,} matrix cells, over the limit of {max_cells:,}; raise it with "
+            f"{release.source or 'release'}: {statistics:,} statistics x {n:,} public rows = "
+            f"{statistics * n:,} matrix cells, over the limit of {max_cells:,}; raise it with "
             "--max-matrix-cells (LinearOptions.max_cells)")
+
+
+def _record_bounds(secret: SecretColumn, n: int,
+                   bounds: tuple[np.ndarray, np.ndarray] | None
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Per-record bounds: the secret's domain, narrowed by background knowledge if given."""
     lower = np.full(n, secret.lower, dtype=float)
     upper = np.full(n, secret.upper, dtype=float)
     if bounds is not None:
@@ -159,76 +206,60 @@ def compile_linear(release: Release, public: PublicTable,
             raise StatreconError(
                 f"bounds: record {int(bad[0]) + 1} has lower {lower[bad[0]]} above upper "
                 f"{upper[bad[0]]} (after the domain of {secret.name})")
-    masks = evaluate_predicates(release, public, [p.public_sql for p in parsed],
-                                [p.stat for p in parsed])
-    rows: list[np.ndarray] = []
-    answers: list[float] = []
-    exact: list[Fraction] = []
-    errors: list[float] = []
-    scales: list[float] = []
-    kinds: list[AnswerKind] = []
-    ids: list[str] = []
-    for p, mask in zip(parsed, masks, strict=True):
-        group = int(mask.sum())
-        counted = p.stat.query.column
-        if p.aggregate is Aggregate.COUNT_DISTINCT and counted is not None and len(
-                set(public.columns[counted])) != public.rows:
-            raise NotLinear(f"{p.stat.where_text}: COUNT(DISTINCT {counted}) counts rows only "
-                            f"when {counted} is unique in the public table ({public.source})",
-                            statistic=p.stat.id)
+    return lower, upper
+
+
+def _equation(p: _Parsed, mask: np.ndarray, public: PublicTable) -> _Equation | None:
+    """The row of one statistic over the public rows ``mask`` selects; None when its
+    published answer says nothing about the secret (it is then listed as ignored)."""
+    group = int(mask.sum())
+    counted = p.stat.query.column
+    if p.aggregate is Aggregate.COUNT_DISTINCT and counted is not None and len(
+            set(public.columns[counted])) != public.rows:
+        raise NotLinear(f"{p.stat.where_text}: COUNT(DISTINCT {counted}) counts rows only "
+                        f"when {counted} is unique in the public table ({public.source})",
+                        statistic=p.stat.id)
+    published = _published(p, group)
+    if published is None:
+        return None
+    value, error, kind = published
+    scale = 1.0
+    if p.aggregate is Aggregate.AVG:
+        if group == 0:
+            raise StatreconError(f"{p.stat.where_text}: AVG over no public rows",
+                                 statistic=p.stat.id)
+        value, error, scale = value * group, error * group, float(group)
+    if p.sign < 0:  # count(not target AND p) = |p| - count(target AND p)
+        value = Fraction(group) - value
+    if kind == "noisy":
         ans = p.stat.answer
-        if isinstance(ans, Empty):
-            if group:
-                raise StatreconError(f"{p.stat.where_text}: published as empty, but "
-                                     f"{group} public rows match its WHERE", statistic=p.stat.id)
-            ignored.append(p.stat.id)
-            continue
-        if isinstance(ans, Suppressed):
-            if p.aggregate not in (Aggregate.COUNT, Aggregate.COUNT_DISTINCT):
-                ignored.append(p.stat.id)
-                continue
-            value = Fraction(ans.min_count + ans.max_count, 2)
-            error = Fraction(ans.max_count - ans.min_count, 2)
-            kind: AnswerKind = "bounded"
-        elif isinstance(ans, Exact):
-            value, error, kind = ans.value, Fraction(0), "exact"
-        elif isinstance(ans, Bounded):
-            value, error, kind = ans.value, ans.error, "bounded"
-        elif isinstance(ans, Noisy):
-            value, error, kind = ans.value, Fraction(0), "noisy"
-        else:
-            raise StatreconError(f"{p.stat.where_text} has no published value", statistic=p.stat.id)
-        scale = 1.0
-        if p.aggregate is Aggregate.AVG:
-            if group == 0:
-                raise StatreconError(f"{p.stat.where_text}: AVG over no public rows",
-                                     statistic=p.stat.id)
-            value, error, scale = value * group, error * group, float(group)
-        if p.sign < 0:  # count(not target AND p) = |p| - count(target AND p)
-            value = Fraction(group) - value
-        if kind == "noisy":
-            assert isinstance(ans, Noisy)
-            param = next(iter(ans.distribution.values()), 1.0)
-            scales.append(float(param) * scale)
-            errors.append(float("inf"))
-        else:
-            scales.append(max(float(error), 0.0))
-            errors.append(float(error))
-        rows.append(mask)
-        answers.append(float(value))
-        exact.append(value)
-        kinds.append(kind)
-        ids.append(p.stat.id)
-    if rows:
-        matrix = sp.csr_matrix(np.vstack(rows).astype(np.float64))
-    else:
-        matrix = sp.csr_matrix((0, n), dtype=np.float64)
-    return LinearSystem(
-        matrix=matrix, answers=np.array(answers, dtype=float), exact_answers=tuple(exact),
-        errors=np.array(errors, dtype=float), scales=np.array(scales, dtype=float),
-        kinds=tuple(kinds), stat_ids=tuple(ids), secret=secret, lower=lower, upper=upper,
-        public=public, ignored=tuple(ignored), user_bounds=bounds is not None,
-    )
+        assert isinstance(ans, Noisy)
+        param = next(iter(ans.distribution.values()), 1.0)
+        return _Equation(p.stat.id, mask, value, float("inf"), float(param) * scale, kind)
+    return _Equation(p.stat.id, mask, value, float(error), max(float(error), 0.0), kind)
+
+
+def _published(p: _Parsed, group: int) -> tuple[Fraction, Fraction, AnswerKind] | None:
+    """(value, error bound, kind) of a statistic's published answer over ``group`` public
+    rows; None for an answer that carries no equation (empty group, suppressed sum)."""
+    ans = p.stat.answer
+    if isinstance(ans, Empty):
+        if group:
+            raise StatreconError(f"{p.stat.where_text}: published as empty, but "
+                                 f"{group} public rows match its WHERE", statistic=p.stat.id)
+        return None
+    if isinstance(ans, Suppressed):
+        if p.aggregate not in (Aggregate.COUNT, Aggregate.COUNT_DISTINCT):
+            return None
+        return (Fraction(ans.min_count + ans.max_count, 2),
+                Fraction(ans.max_count - ans.min_count, 2), "bounded")
+    if isinstance(ans, Exact):
+        return ans.value, Fraction(0), "exact"
+    if isinstance(ans, Bounded):
+        return ans.value, ans.error, "bounded"
+    if isinstance(ans, Noisy):
+        return ans.value, Fraction(0), "noisy"
+    raise StatreconError(f"{p.stat.where_text} has no published value", statistic=p.stat.id)
 
 
 def evaluate_predicates(release: Release, public: PublicTable, sqls: list[str],
@@ -303,23 +334,7 @@ def _parse_all(release: Release) -> tuple[SecretColumn, list[_Parsed], list[str]
             if not secret_parts:
                 ignored.append(stat.id)  # a count of public rows: no information on the secret
                 continue
-            if not col.is_categorical:
-                raise NotLinear(f"{stat.where_text}: a condition on the numeric secret "
-                                f"{col.name} is not linear in it; use SUM/AVG", statistic=stat.id)
-            values = frozenset(col.values)
-            chosen = values
-            for part, negated in secret_parts:
-                chosen = chosen & (values - part if negated else part)
-            if target is None:
-                target = chosen
-            if chosen == target:
-                sign = 1
-            elif chosen == values - target:
-                sign = -1
-            else:
-                raise NotLinear(
-                    f"{stat.where_text}: counts {col.name} in {sorted(chosen)}, another "
-                    f"statistic in {sorted(target)}; one indicator per release", statistic=stat.id)
+            sign, target = _count_sign(stat, col, secret_parts, target)
             parsed.append(_Parsed(stat, public_sql, sign, q.aggregate))
         elif q.aggregate in (Aggregate.SUM, Aggregate.AVG):
             if q.column != col.name:
@@ -332,6 +347,35 @@ def _parse_all(release: Release) -> tuple[SecretColumn, list[_Parsed], list[str]
         else:
             raise NotLinear(f"{stat.where_text}: {q.aggregate.value.upper()} is not linear "
                             "(use the exact engine)", statistic=stat.id)
+    return _secret(release, col, target), parsed, ignored
+
+
+def _count_sign(stat: Statistic, col: Column, secret_parts: list[tuple[frozenset[str], bool]],
+                target: frozenset[str] | None) -> tuple[int, frozenset[str]]:
+    """+1 when a COUNT counts the release's target categories, -1 when it counts their
+    complement; the target is the first COUNT's set. Returns (sign, target)."""
+    if not col.is_categorical:
+        raise NotLinear(f"{stat.where_text}: a condition on the numeric secret "
+                        f"{col.name} is not linear in it; use SUM/AVG", statistic=stat.id)
+    values = frozenset(col.values)
+    chosen = values
+    for part, negated in secret_parts:
+        chosen = chosen & (values - part if negated else part)
+    if target is None:
+        target = chosen
+    if chosen == target:
+        sign = 1
+    elif chosen == values - target:
+        sign = -1
+    else:
+        raise NotLinear(
+            f"{stat.where_text}: counts {col.name} in {sorted(chosen)}, another "
+            f"statistic in {sorted(target)}; one indicator per release", statistic=stat.id)
+    return sign, target
+
+
+def _secret(release: Release, col: Column, target: frozenset[str] | None) -> SecretColumn:
+    """The unknown the system solves for: the target's indicator, or the numeric column."""
     if col.is_categorical:
         if target is None:
             raise NotLinear(f"{release.source or 'release'}: no statistic counts a value of "
@@ -339,12 +383,11 @@ def _parse_all(release: Release) -> tuple[SecretColumn, list[_Parsed], list[str]
         chosen_values = tuple(v for v in col.values if v in target)
         rest = [v for v in col.values if v not in target]
         other = rest[0] if len(rest) == 1 else "other"
-        secret = SecretColumn(col.name, "indicator", 0.0, 1.0, chosen_values, other, col.values)
-    else:  # a COUNT with a condition on a numeric secret was refused above, by statistic
-        lo = -np.inf if col.min is None else float(col.min)
-        hi = np.inf if col.max is None else float(col.max)
-        secret = SecretColumn(col.name, "integer" if col.is_integer else "real", lo, hi)
-    return secret, parsed, ignored
+        return SecretColumn(col.name, "indicator", 0.0, 1.0, chosen_values, other, col.values)
+    # a COUNT with a condition on a numeric secret was refused above, by statistic
+    lo = -np.inf if col.min is None else float(col.min)
+    hi = np.inf if col.max is None else float(col.max)
+    return SecretColumn(col.name, "integer" if col.is_integer else "real", lo, hi)
 
 
 def _split(pred: Predicate, secret: str, stat: Statistic
