@@ -6,6 +6,7 @@ Exit codes: 0 ok, 1 user error, 2 infeasible release, 3 unknown (time limit).
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
@@ -68,7 +69,9 @@ def reconstruct(
     limit: Annotated[int, typer.Option(min=1, help="Stop enumerating after this many "
                                        "datasets.")] = 10_000,
     time_limit: Annotated[float | None, typer.Option(
-        min=0.001, help="Seconds for the whole run; past it the answer is 'unknown'.")] = None,
+        min=0.001, help="Seconds for the whole run; past it the answer is 'unknown'. Default: "
+                        "300 for the exact engine, 60 for an LP or IP; 'inf' for none.")
+                          ] = None,
     seed: Annotated[int, typer.Option(min=0, help="Seed of randomized methods.")] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
     symmetry_breaking: Annotated[bool, typer.Option(
@@ -83,7 +86,7 @@ def reconstruct(
 ) -> None:
     """Find every dataset consistent with a release; say what is certain."""
     from statrecon.api import reconstruct as run
-    from statrecon.engines.exact import ExactOptions
+    from statrecon.engines.exact import DEFAULT_TIME_LIMIT, ExactOptions
     from statrecon.engines.linear import LinearOptions, LinearResult
     from statrecon.release.files import load_release
 
@@ -94,9 +97,11 @@ def reconstruct(
         if len(parts) != 2 or not all(p.strip() for p in parts):
             raise StatreconError(f"--bounds {bounds!r}: expected 'lower,upper'")
         pair = (parts[0], parts[1])
-    linear = LinearOptions(time_limit=time_limit if time_limit is not None else 60.0, seed=seed,
+    unbounded = time_limit is not None and math.isinf(time_limit)
+    linear = LinearOptions(time_limit=None if unbounded else time_limit or 60.0, seed=seed,
                            max_cells=max_matrix_cells)
-    options = ExactOptions(limit=limit, time_limit=time_limit,
+    options = ExactOptions(limit=limit,
+                           time_limit=None if unbounded else time_limit or DEFAULT_TIME_LIMIT,
                            keep_solutions=None if all_ else (1 if as_json else 10),
                            symmetry_breaking=symmetry_breaking, max_model_size=max_model_size)
     from statrecon.commands.progress import activity
@@ -128,6 +133,8 @@ def reconstruct(
             from statrecon.report.text import render
 
             render(result, console, n_stats=len(rel.statistics), show_all=all_)
+    if not as_json and result.route is not None:
+        _print_route(console, result.route)
     code = {"infeasible": EXIT_INFEASIBLE, "unknown": EXIT_UNKNOWN}.get(result.status, EXIT_OK)
     raise typer.Exit(code)
 
@@ -178,6 +185,14 @@ def tabulate(
     Console(stderr=True).print(
         f"wrote {out}: {len(answers)} statistics" + (f", {suppressed} suppressed"
                                                      if suppressed else ""))
+
+
+def _print_route(console: Console, route: Any) -> None:
+    """Which engine answered and why, last, under the answer (``route`` in the JSON)."""
+    from statrecon.report import safe_text
+
+    console.print(f"Engine: {route.engine} ({route.method}), chosen by "
+                  f"{escape(safe_text(route.reason))}", highlight=False, soft_wrap=True)
 
 
 def _same_file(a: Path, b: Path) -> bool:

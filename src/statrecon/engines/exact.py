@@ -29,11 +29,15 @@ from statrecon.result import CertainCell, CertainRow, ReconstructionResult, Row,
 Dataset = tuple[tuple[int, ...], ...]
 
 
+DEFAULT_TIME_LIMIT = 300.0  # seconds; past it the answer is "unknown", never a guess
+
+
 @dataclass(frozen=True)
 class ExactOptions:
     """How hard to look.
 
-    ``limit`` caps the enumeration; ``time_limit`` (seconds) caps the whole call;
+    ``limit`` caps the enumeration; ``time_limit`` (seconds) caps the whole call (by default
+    ``DEFAULT_TIME_LIMIT``: no search runs unbounded unless asked with ``None``);
     ``keep_solutions`` caps how many enumerated datasets are returned (None: all).
     ``symmetry_breaking`` orders interchangeable rows so each dataset is found once
     (switch off only to measure what it saves). ``max_model_size`` refuses, before building,
@@ -41,7 +45,7 @@ class ExactOptions:
     """
 
     limit: int = 10_000
-    time_limit: float | None = None
+    time_limit: float | None = DEFAULT_TIME_LIMIT
     keep_solutions: int | None = 10
     symmetry_breaking: bool = True
     workers: int = 1
