@@ -48,9 +48,7 @@ def reconstruct(
     if method != "exact":
         reason = linear_reason(release, table) if table is not None else "no public table"
         if method == "auto":
-            why = _auto_reason(release, table, reason)
-            if reason is None and not _exact_is_stronger(release, table):
-                method = "determine"
+            method, why = _auto_route(release, table, reason)
         if method in LINEAR_METHODS:
             if reason is not None:
                 raise StatreconError(f"--method {method}: {reason}")
@@ -76,18 +74,20 @@ def reconstruct(
     return replace(exact, route=Route("exact", "exact", why))
 
 
-def _auto_reason(release: Release, table: PublicTable | None, reason: str | None) -> str:
-    """Why ``auto`` chose its engine, in words (``route.reason``)."""
-    if reason is not None:
-        return f"auto: not linear in one secret column ({reason}), so the exact engine"
-    if _exact_is_stronger(release, table):
-        return (f"auto: a discrete secret over at most {EXACT_MAX_ROWS} known rows, where CP-SAT "
-                "also uses the domain and enumerates every dataset")
-    return ("auto: every statistic is linear in one secret column of the public table's rows, "
-            "so exact determinability plus a least-squares estimate")
-
-
 EXACT_MAX_ROWS = 40
+
+
+def _auto_route(release: Release, table: PublicTable | None, reason: str | None
+                ) -> tuple[str, str]:
+    """What ``auto`` runs ("determine" or "exact") and why, in words (``route.reason``);
+    ``reason`` is why the release is not linear (None: it is)."""
+    if reason is not None:
+        return "exact", f"auto: not linear in one secret column ({reason}), so the exact engine"
+    if _exact_is_stronger(release, table):
+        return "exact", (f"auto: a discrete secret over at most {EXACT_MAX_ROWS} known rows, "
+                         "where CP-SAT also uses the domain and enumerates every dataset")
+    return "determine", ("auto: every statistic is linear in one secret column of the public "
+                         "table's rows, so exact determinability plus a least-squares estimate")
 
 
 def _exact_is_stronger(release: Release, table: PublicTable | None) -> bool:

@@ -4,10 +4,16 @@ contract of issue 3, routing, --truth, --bounds, and user errors (exit 1, one li
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import EXAMPLES, CliRunner, assert_user_error, json_of, statrecon
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from statrecon.report.linear import commonest_share
 
 HOSPITAL = EXAMPLES / "hospital.yaml"
 
@@ -142,16 +148,24 @@ def test_bundled_audit_example_discloses_record_2() -> None:
     assert steps[2]["newly_determined"][0]["value"] == 5.2
 
 
-def test_truth_with_a_value_outside_the_domain(tmp_path: Path) -> None:
-    rows = "".join(f"{i},{'maybe' if i == 3 else 'no'}\n" for i in range(1, 61))
-    truth = write(tmp_path, "truth.csv", "id,ill\n" + rows)
+def _sixty_patients(tmp_path: Path, truth_of: Callable[[int], str], values: str,
+                   statistics: str) -> tuple[Path, Path, Path]:
+    """(release, public ids 1..60, truth) of an ``ill`` indicator over 60 known patients."""
+    truth = write(tmp_path, "truth.csv",
+                  "id,ill\n" + "".join(f"{i},{truth_of(i)}\n" for i in range(1, 61)))
     pub = write(tmp_path, "pub.csv", "id\n" + "".join(f"{i}\n" for i in range(1, 61)))
     rel = write(tmp_path, "r.yaml", (
         "version: 1\ntable: t\ncolumns:\n"
         "  id: {type: integer, known: true}\n"
-        "  ill: {type: categorical, values: ['no', 'yes', 'unsure']}\n"
-        "statistics:\n"
-        "  - {id: a, sql: \"SELECT COUNT(*) FROM t WHERE ill = 'yes' AND id < 3\", value: 1}\n"))
+        f"  ill: {{type: categorical, values: [{values}]}}\n"
+        "statistics:\n" + statistics))
+    return rel, pub, truth
+
+
+def test_truth_with_a_value_outside_the_domain(tmp_path: Path) -> None:
+    rel, pub, truth = _sixty_patients(
+        tmp_path, lambda i: "maybe" if i == 3 else "no", "'no', 'yes', 'unsure'",
+        "  - {id: a, sql: \"SELECT COUNT(*) FROM t WHERE ill = 'yes' AND id < 3\", value: 1}\n")
     proc = statrecon("reconstruct", rel, "--public", pub, "--truth", truth)
     assert_user_error(proc, "truth.csv:4", "'maybe'", "ill")
 
@@ -200,18 +214,23 @@ def test_truth_comes_with_its_baseline() -> None:
 
 def test_an_indicator_truth_comes_with_the_majority_baseline(tmp_path: Path) -> None:
     """60 records, 15 of them 'yes': guessing 'not yes' for everyone scores 75%."""
-    rows = "".join(f"{i},{'yes' if i % 4 == 0 else 'no'}\n" for i in range(1, 61))
-    truth = write(tmp_path, "truth.csv", "id,ill\n" + rows)
-    pub = write(tmp_path, "pub.csv", "id\n" + "".join(f"{i}\n" for i in range(1, 61)))
-    rel = write(tmp_path, "r.yaml", (
-        "version: 1\ntable: t\ncolumns:\n"
-        "  id: {type: integer, known: true}\n"
-        "  ill: {type: categorical, values: ['no', 'yes']}\n"
-        "statistics:\n"
+    rel, pub, truth = _sixty_patients(
+        tmp_path, lambda i: "yes" if i % 4 == 0 else "no", "'no', 'yes'",
         "  - {id: a, sql: \"SELECT COUNT(*) FROM t WHERE ill = 'yes' AND id < 5\", value: 1}\n"
-        "  - {id: b, sql: \"SELECT COUNT(*) FROM t WHERE ill = 'yes' AND id < 4\", value: 0}\n"))
+        "  - {id: b, sql: \"SELECT COUNT(*) FROM t WHERE ill = 'yes' AND id < 4\", value: 0}\n")
     proc = statrecon("reconstruct", rel, "--public", pub, "--truth", truth, "--json")
     assert proc.returncode == 0, proc.stderr
     data = json_of(proc)
     assert data["baseline_accuracy"] == pytest.approx(0.75)
     assert "baseline_mean_absolute_error" not in data
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(-5, 5), min_size=1, max_size=30),
+       st.sampled_from([0.0, 0.5, 1.0, 2.5]))
+def test_the_commonest_share_equals_trying_every_guess(values: list[int], width: float) -> None:
+    """Brute force: try each true value as the one guess for every record."""
+    t = np.array(values, dtype=float) / 2
+    tol = np.full_like(t, width) * (1 + np.abs(t) / 10)  # per-record tolerances differ
+    want = max(float(np.mean(np.abs(v - t) <= tol)) for v in t)
+    assert commonest_share(t, tol) == pytest.approx(want)
