@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -13,9 +14,16 @@ from statrecon.engines.linear import METHODS as LINEAR_METHODS
 from statrecon.engines.linear import LinearOptions, LinearResult, reconstruct_linear
 from statrecon.engines.linear.model import compile_linear, linear_reason, secret_column
 from statrecon.engines.linear.problem import UnsuitableMethod
+from statrecon.engines.record_model import check_model_size, model_size
 from statrecon.errors import StatreconError
 from statrecon.release.files import load_release
-from statrecon.release.known import PublicTable, compile_known, load_public, read_table
+from statrecon.release.known import (
+    KnownData,
+    PublicTable,
+    compile_known,
+    load_public,
+    read_table,
+)
 from statrecon.release.model import Release
 from statrecon.release.statistic import Noisy
 from statrecon.result import ReconstructionResult, Route
@@ -48,7 +56,7 @@ def reconstruct(
     if method != "exact":
         reason = linear_reason(release, table) if table is not None else "no public table"
         if method == "auto":
-            method, why = _auto_route(release, table, reason)
+            method, why = _auto_route(release, table, reason, options)
         if method in LINEAR_METHODS:
             if reason is not None:
                 raise StatreconError(f"--method {method}: {reason}")
@@ -77,17 +85,60 @@ def reconstruct(
 EXACT_MAX_ROWS = 40
 
 
-def _auto_route(release: Release, table: PublicTable | None, reason: str | None
-                ) -> tuple[str, str]:
-    """What ``auto`` runs ("determine" or "exact") and why, in words (``route.reason``);
-    ``reason`` is why the release is not linear (None: it is)."""
+def _auto_route(release: Release, table: PublicTable | None, reason: str | None,
+                options: ExactOptions | None = None) -> tuple[str, str]:
+    """What ``auto`` runs ("determine" or "exact") and why, in words (``route.reason``), with
+    the estimated size of the route taken; ``reason`` is why the release is not linear (None:
+    it is). The exact route's model size is checked here, before anything is built, so a
+    release that fits neither route gets one error naming both reasons."""
+    options = options or ExactOptions()
     if reason is not None:
-        return "exact", f"auto: not linear in one secret column ({reason}), so the exact engine"
+        return "exact", (f"auto: not linear in one secret column ({reason}), so the exact "
+                         f"engine; {_exact_size(release, table, options, reason)}")
     if _exact_is_stronger(release, table):
         return "exact", (f"auto: a discrete secret over at most {EXACT_MAX_ROWS} known rows, "
-                         "where CP-SAT also uses the domain and enumerates every dataset")
+                         "where CP-SAT also uses the domain and enumerates every dataset; "
+                         f"{_exact_size(release, table, options, None)}")
+    assert table is not None  # linear_reason says "no public table" otherwise
     return "determine", ("auto: every statistic is linear in one secret column of the public "
-                         "table's rows, so exact determinability plus a least-squares estimate")
+                         "table's rows, so exact determinability plus a least-squares estimate; "
+                         f"{len(release.statistics):,} statistics x {table.rows:,} public rows")
+
+
+def _exact_size(release: Release, table: PublicTable | None, options: ExactOptions,
+                linear_refusal: str | None) -> str:
+    """The exact model's estimated size and search space, in words, before it is built; a
+    model over ``max_model_size`` is refused here with the linear route's refusal too."""
+    known = KnownData(public=table, snippets={})  # the size needs only the row count
+    try:
+        check_model_size(release, known, options.max_model_size)
+    except StatreconError as e:
+        if linear_refusal is None:
+            raise
+        raise StatreconError(f"{e}. The linear engine cannot take it either: "
+                             f"{linear_refusal}") from None
+    size = model_size(release, known)
+    limit = ("no time limit" if options.time_limit is None
+             else f"time limit {options.time_limit:g} s")
+    return (f"model estimated at {size.terms:,} terms over up to {size.rows:,} rows, "
+            f"{_search_space(release, size.rows)}; {limit}")
+
+
+def _search_space(release: Release, rows: int) -> str:
+    """How many datasets the search ranges over (values of the unknown cells), in words:
+    why a small model can still take CP-SAT a long time."""
+    digits = 0.0
+    for column in release.schema.unknown:
+        if column.is_categorical:
+            digits += math.log10(max(len(column.values), 1))
+        elif column.type.value == "real":
+            return "a real-valued unknown (a continuum of datasets)"
+        elif column.min is not None and column.max is not None:
+            digits += math.log10(float(column.max) - float(column.min) + 1)
+    digits *= rows
+    if digits < 6:
+        return f"a search space of at most {round(10 ** digits):,} datasets"
+    return f"a search space of at most 10^{digits:.0f} datasets"
 
 
 def _exact_is_stronger(release: Release, table: PublicTable | None) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 import time
@@ -67,6 +68,16 @@ def tabulate(
             f"in {summary['elapsed_s']} s")
 
 
+def census_options(time_limit: float | None, certify: bool) -> Any:
+    """``--time-limit``: None keeps the engine's default per tract, ``inf`` lifts it."""
+    from statrecon.engines.census import CensusOptions
+
+    if time_limit is None:
+        return CensusOptions(certify=certify)
+    return CensusOptions(time_limit=None if math.isinf(time_limit) else time_limit,
+                         certify=certify)
+
+
 @census_app.command()
 def reconstruct(
     release: Annotated[Path, typer.Argument(help="Release file from `census tabulate`.")],
@@ -78,7 +89,7 @@ def reconstruct(
                                                  "cluster instead of a local pool.")] = None,
     time_limit: Annotated[float | None, typer.Option(
         min=0.001, help="Solver seconds per tract (solve and certify); past it the tract is "
-             "'unknown', never certified.")] = None,
+             "'unknown', never certified. Default 600; 'inf' for none.")] = None,
     certify: Annotated[bool, typer.Option(help="Certify per-block uniqueness and certain "
                                           "persons.")] = True,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable summary.")] = False,
@@ -86,14 +97,13 @@ def reconstruct(
 ) -> None:
     """Reconstruct every tract (CP-SAT) and certify which blocks are unique."""
     from statrecon.census.persons.release import read_release
-    from statrecon.engines.census import CensusOptions
     from statrecon.runs.census import reconstruct_release
 
     check_writable(out, "--out")
     rel = read_release(release)
     _check_model_sizes(rel)
     n_workers = workers or os.cpu_count() or 1
-    options = CensusOptions(time_limit=time_limit, certify=certify)
+    options = census_options(time_limit, certify)
     err = Console(stderr=True)
     with run_bar("tracts", "persons", quiet=quiet) as progress:
         summary = reconstruct_release(rel, out, workers=n_workers, executor=executor,

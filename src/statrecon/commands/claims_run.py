@@ -9,6 +9,7 @@ Thin layer: options, progress bars, printing and exit codes live here; the files
 from __future__ import annotations
 
 import json
+import math
 import os
 import shlex
 import sys
@@ -47,8 +48,10 @@ def _options(formulation: str, k: int, time_limit: float | None, negative: bool)
         raise StatreconError(f"--k {k}: need at least one generated dataset")
     if time_limit is not None and not time_limit > 0:  # NaN too
         raise StatreconError(f"--time-limit {time_limit}: must be positive")
-    return ClaimsOptions(formulation=formulation, k_solutions=k, time_limit=time_limit,
-                         negative=negative)
+    if time_limit is None:
+        return ClaimsOptions(formulation=formulation, k_solutions=k, negative=negative)
+    return ClaimsOptions(formulation=formulation, k_solutions=k, negative=negative,
+                         time_limit=None if math.isinf(time_limit) else time_limit)
 
 
 def _markup(text: str) -> str:
@@ -98,7 +101,8 @@ def verify(
     k: Annotated[int, typer.Option("--k", help="Consistent datasets to generate candidates "
                                    "from.")] = 100,
     time_limit: Annotated[float | None, typer.Option(help="Seconds per block; a block cut "
-                                                     "short is 'unknown'.")] = None,
+                                                     "short is 'unknown'. Default 300; 'inf' "
+                                                     "for none.")] = None,
     negative: Annotated[bool, typer.Option(help="Also prove negative claims.")] = True,
     workers: Annotated[int, typer.Option(min=0, help="Blocks solved in parallel; 0 = all "
                                          "cores.")] = 1,
@@ -172,7 +176,8 @@ def experiment(
     seed: Annotated[int, typer.Option(min=0, help="Seed of the synthetic blocks.")] = 0,
     formulation: Annotated[str, typer.Option(help=formulations_help())] = "fast",
     k: Annotated[int, typer.Option("--k", help="Consistent datasets per block.")] = 100,
-    time_limit: Annotated[float | None, typer.Option(help="Seconds per block.")] = None,
+    time_limit: Annotated[float | None, typer.Option(
+        help="Seconds per block. Default 300; 'inf' for none.")] = None,
     workers: Annotated[int, typer.Option(min=0, help="Blocks solved in parallel; 0 = all "
                                          "cores.")] = 0,
     executor: Annotated[str | None, typer.Option(help="local or dask://HOST:PORT.")] = None,

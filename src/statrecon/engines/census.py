@@ -86,9 +86,14 @@ class CellMatrices:
         return grid_index + (self.age_bin[age] - age) * (2 * N_RACES)
 
 
+# Seconds per tract by default: the 28 real tracts take about 3 s each, so only a runaway
+# search meets it; None (``--time-limit inf``) lifts it.
+DEFAULT_TRACT_TIME_LIMIT = 600.0
+
+
 @dataclass(frozen=True)
 class CensusOptions:
-    time_limit: float | None = None  # seconds per tract, solve and certification together
+    time_limit: float | None = DEFAULT_TRACT_TIME_LIMIT  # per tract, solve and certify
     seed: int = 0
     certify: bool = True
 

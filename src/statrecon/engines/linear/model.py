@@ -70,12 +70,15 @@ class LinearSystem:
     """``matrix @ x`` approximates ``answers``; per statistic: how exact its answer is.
 
     ``matrix`` rows are 0/1 (integer coefficients) so exact arithmetic can use it as is;
-    ``exact_answers`` keeps the published rationals (AVG already multiplied by group size).
+    ``exact_answers`` keeps the published rationals (AVG already multiplied by group size);
+    ``exact_errors`` their guaranteed half-widths as rationals (0 exact; for a noisy answer 0
+    too: it carries no guarantee, see ``kinds``).
     """
 
     matrix: sp.csr_matrix
     answers: np.ndarray
     exact_answers: tuple[Fraction, ...]
+    exact_errors: tuple[Fraction, ...]
     errors: np.ndarray  # half-width of the guaranteed interval (0 exact, inf noisy)
     scales: np.ndarray  # noise scale for weighting (error bound or noise parameter)
     kinds: tuple[AnswerKind, ...]
@@ -162,6 +165,7 @@ def compile_linear(release: Release, public: PublicTable,
     return LinearSystem(
         matrix=matrix, answers=np.array([float(e.value) for e in equations], dtype=float),
         exact_answers=tuple(e.value for e in equations),
+        exact_errors=tuple(e.exact_error for e in equations),
         errors=np.array([e.error for e in equations], dtype=float),
         scales=np.array([e.scale for e in equations], dtype=float),
         kinds=tuple(e.kind for e in equations), stat_ids=tuple(e.stat_id for e in equations),
@@ -181,6 +185,7 @@ class _Equation:
     error: float  # half-width of the guaranteed interval (inf: noisy)
     scale: float  # weight of the answer's noise
     kind: AnswerKind
+    exact_error: Fraction = Fraction(0)  # the same half-width, exactly (0 when noisy)
 
 
 def _check_cells(release: Release, statistics: int, n: int, max_cells: int | None) -> None:
@@ -236,7 +241,8 @@ def _equation(p: _Parsed, mask: np.ndarray, public: PublicTable) -> _Equation | 
         assert isinstance(ans, Noisy)
         param = next(iter(ans.distribution.values()), 1.0)
         return _Equation(p.stat.id, mask, value, float("inf"), float(param) * scale, kind)
-    return _Equation(p.stat.id, mask, value, float(error), max(float(error), 0.0), kind)
+    return _Equation(p.stat.id, mask, value, float(error), max(float(error), 0.0), kind,
+                     Fraction(error))
 
 
 def _published(p: _Parsed, group: int) -> tuple[Fraction, Fraction, AnswerKind] | None:
