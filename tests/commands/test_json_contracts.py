@@ -29,8 +29,9 @@ CERTAIN_ROW = {"row", "multiplicity"}
 RECONSTRUCT_LINEAR = {
     "status", "method", "secret", "estimate", "determined", "determined_checked", "rank",
     "residual", "records", "statistics", "ignored_statistics", "elapsed_s", "route",
+    "bounded_records",
 }
-DETERMINED = {"index", "value", "certificate"}
+DETERMINED = {"index", "value", "certificate", "interval", "proof"}
 CERTIFICATE_TERM = {"statistic", "coefficient"}
 CENSUS_TABULATE = {"persons", "blocks", "tracts", "cells", "rows", "elapsed_s", "out"}
 CENSUS_RECONSTRUCT = {"tracts", "skipped", "ran", "persons", "statuses", "elapsed_s", "out",

@@ -26,7 +26,9 @@ def test_auto_routes_hospital_to_linear_with_the_json_contract() -> None:
     assert {"status", "method", "estimate", "determined", "residual", "elapsed_s"} <= set(data)
     assert data["determined"] == [{"index": 1, "value": 5.2, "certificate": [
         {"statistic": "q1", "coefficient": 1}, {"statistic": "q2", "coefficient": -1},
-        {"statistic": "q3", "coefficient": -1}]}]
+        {"statistic": "q3", "coefficient": -1}], "interval": [5.2, 5.2],
+        "proof": "combination"}]
+    assert data["bounded_records"] == []  # exact answers: a record is pinned or not
     # the estimate lists public columns and the secret, in public-table order
     assert [row["id"] for row in data["estimate"]] == [1, 2, 3, 4, 5, 6]
     assert set(data["estimate"][0]) == {"id", "zip", "gender", "sugar"}

@@ -81,11 +81,13 @@ def render(result: LinearResult, console: Console, data: dict[str, Any]) -> None
     name = system.secret.name
     head = {
         "determined": "[bold green]DETERMINED[/]: every record is pinned by the exact "
-                      "statistics.",
+                      "and bounded statistics.",
         "partial": "[bold yellow]PARTLY DETERMINED[/]: the records below are pinned by linear "
-                   "algebra alone; the rest are estimated (their domain may pin more: try "
+                   "algebra (with rounded answers: their exact interval holds one admissible "
+                   "value); the rest are estimated (their domain may pin more: try "
                    "--method exact on small tables).",
-        "infeasible": "[bold red]INCONSISTENT[/]: the exact statistics contradict each other.",
+        "infeasible": "[bold red]INCONSISTENT[/]: the statistics contradict each other (exact "
+                      "ones, bounded ones beyond their error, or the secret's domain).",
         "unknown": "[bold]UNKNOWN[/]: exact determinability was not computed.",
         "optimal": "[bold green]OPTIMAL[/]: the integer decoding is proven optimal.",
         "estimated": f"[bold]ESTIMATED[/] ({result.method}).",
@@ -97,22 +99,21 @@ def render(result: LinearResult, console: Console, data: dict[str, Any]) -> None
     if det is not None and not det.consistent:
         console.print("Conflicting statistics: "
                       + _markup(", ".join(data.get("conflict", []))))
-    if det is not None and det.determined:
-        t = Table(title=f"Proven: {len(det.determined)} record(s) of {_markup(name)}")
-        t.add_column("record")
-        t.add_column(_markup(name), justify="right")
-        t.add_column("certificate (combination of statistics)")
-        for entry in data["determined"][:50]:
-            cert = " ".join(f"{'+' if c['coefficient'] > 0 else '-'} "
-                            f"{_coef(abs(c['coefficient']))}{c['statistic']}"
-                            for c in entry["certificate"])
-            t.add_row(str(entry["index"] + 1), _markup(entry["value"]),
-                      _markup(cert.lstrip("+ ")))
-        console.print(t)
-        if len(det.determined) > 50:
-            console.print(f"... and {len(det.determined) - 50} more (use --json)")
+    if result.proven:
+        _render_records(console, data["determined"], f"Proven: {len(result.proven)} record(s) "
+                        f"of {_markup(name)}", name, proven=True)
     elif det is not None and det.consistent:
-        console.print("No record is pinned by the exact statistics alone.")
+        console.print("No record is pinned by the exact and bounded statistics alone.")
+    if result.intervals:
+        _render_records(console, data["bounded_records"], f"Bounded, not pinned: "
+                        f"{len(result.intervals)} record(s) of {_markup(name)} lie in a proven "
+                        "interval narrower than their domain", name, proven=False)
+    for b, block in enumerate(data.get("proof_blocks", [])):
+        console.print(f"Block proof {b}: the {len(block['statistics'])} exact statistics "
+                      f"{_markup(_listed(block['statistics']))} form a square system on the "
+                      f"records whose determinant is non-zero (mod {block['prime']}); its one "
+                      f"solution, checked by exact multiplication, pins {len(block['records'])} "
+                      "record(s) (coefficients not listed: huge rationals)")
     console.print(f"Estimate of {_markup(name)} ({result.method}, an estimate, not a proof): "
                   f"residual {result.residual:.4g}")
     if "accuracy" in data:
@@ -126,6 +127,40 @@ def render(result: LinearResult, console: Console, data: dict[str, Any]) -> None
                          else ""))
     for note in result.notes:
         console.print(f"note: {_markup(note)}")
+
+
+def _render_records(console: Console, entries: list[dict[str, Any]], title: str, name: str,
+                    proven: bool) -> None:
+    """A table of proven records (value) or bounded ones (interval), 50 at most."""
+    t = Table(title=title)
+    t.add_column("record")
+    if proven:
+        t.add_column(_markup(name), justify="right")
+    t.add_column("interval (certificate ∩ domain)", justify="right")
+    t.add_column("certificate (combination of statistics)")
+    for entry in entries[:50]:
+        low, high = entry["interval"]
+        interval = f"[{_bound(low, '-inf')}, {_bound(high, 'inf')}]"
+        if entry["proof"] == "block":
+            cert = f"block proof {entry['block']}"
+        else:
+            cert = " ".join(f"{'+' if c['coefficient'] > 0 else '-'} "
+                            f"{_coef(abs(c['coefficient']))}{c['statistic']}"
+                            for c in entry["certificate"]).lstrip("+ ")
+        cells = [str(entry["index"] + 1), *([_markup(entry["value"])] if proven else []),
+                 interval, _markup(cert)]
+        t.add_row(*cells)
+    console.print(t)
+    if len(entries) > 50:
+        console.print(f"... and {len(entries) - 50} more (use --json)")
+
+
+def _bound(v: float | None, missing: str) -> str:
+    return missing if v is None else f"{v:g}"
+
+
+def _listed(ids: list[str], most: int = 8) -> str:
+    return ", ".join(ids[:most]) + (f", ... ({len(ids) - most} more)" if len(ids) > most else "")
 
 
 def _markup(text: object) -> str:

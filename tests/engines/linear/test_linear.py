@@ -64,7 +64,8 @@ def test_hospital_determine_exactly_record_2_with_certificate() -> None:
         "index": 1, "value": 5.2,
         "certificate": [{"statistic": "q1", "coefficient": 1},
                         {"statistic": "q2", "coefficient": -1},
-                        {"statistic": "q3", "coefficient": -1}]}]
+                        {"statistic": "q3", "coefficient": -1}],
+        "interval": [5.2, 5.2], "proof": "combination"}]
     assert result.determination is not None
     assert result.determination.determined[0].value == Fraction("5.2")  # exact, not 5.2000001
 

@@ -18,14 +18,20 @@ solver: the CLI reads the estimator registry at start-up.
 
 from __future__ import annotations
 
+import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from statrecon.engines.linear.determine import Certificate, Determination, determine
+from statrecon.engines.linear.determine import (
+    BlockProof,
+    Certificate,
+    Determination,
+    determine,
+)
 from statrecon.engines.linear.estimators import (
     ESTIMATORS,
     Estimator,
@@ -47,6 +53,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ESTIMATORS",
     "METHODS",
+    "BlockProof",
     "Certificate",
     "Determination",
     "Estimate",
@@ -54,6 +61,7 @@ __all__ = [
     "LinearOptions",
     "LinearResult",
     "Problem",
+    "RecordBound",
     "SolverIncomplete",
     "check_system",
     "determine",
@@ -71,10 +79,9 @@ class LinearOptions:
     time_limit: float | None = 60.0
     seed: int = 0
     epochs: float = 20.0
-    # exact determinability is skipped (and nothing claimed) above these sizes: a dense
-    # full-rank system's certificates are huge rationals that nobody could read anyway
-    determine_max_rank: int = 600
-    determine_max_entries: int = 5_000_000
+    # exact determinability: a connected component of more statistics x records than this is
+    # not decided (a note names it); its dense matrix modulo a prime takes 8 bytes a cell
+    determine_max_cells: int = 40_000_000
     # statistics x public rows of the query matrix, refused before any predicate is evaluated
     # (None: no limit); 400 million booleans is about 0.4 GiB, and a dense float copy 3.2 GiB
     max_cells: int | None = 400_000_000
@@ -86,8 +93,26 @@ LinearStatus = Literal["determined", "partial", "estimated", "optimal", "infeasi
 
 
 @dataclass(frozen=True)
+class RecordBound:
+    """What one certificate and the record's domain prove: x[index] lies in [low, high]
+    (the certificate's exact interval cut by the record's bounds; None: no bound on that
+    side), and ``value`` is set when that holds a single admissible value (for an integer or
+    categorical secret: one integer), which is then proven."""
+
+    certificate: Certificate
+    low: Fraction | None
+    high: Fraction | None
+    value: Fraction | None = None
+
+    @property
+    def index(self) -> int:
+        return self.certificate.index
+
+
+@dataclass(frozen=True)
 class LinearResult:
-    """An estimate of the secret column plus the records proven exactly (``determined``)."""
+    """An estimate of the secret column plus the records proven exactly (``proven``) and
+    those only proven to lie in an interval narrower than their domain (``intervals``)."""
 
     status: LinearStatus
     method: str
@@ -99,10 +124,26 @@ class LinearResult:
     elapsed_s: float = 0.0
     notes: list[str] = field(default_factory=list)
     route: Route | None = None  # set by ``statrecon.reconstruct``: which engine and why
+    proven: tuple[RecordBound, ...] = ()
+    intervals: tuple[RecordBound, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """The stable JSON contract of ``statrecon reconstruct --json`` on the linear engine:
-        ``{"status", "method", "estimate", "determined", "residual", "elapsed_s", ...}``."""
+        ``{"status", "method", "estimate", "determined", "residual", "elapsed_s", ...}``.
+
+        ``determined``: records proven, each ``{"index", "value", "certificate", "interval",
+        "proof"}``; ``value`` is the proven value, ``interval`` [low, high] what the
+        certificate proves cut by the record's bounds (``low == high`` with exact statistics;
+        wider when bounded statistics, e.g. rounded answers, widen it and the domain still
+        leaves one integer), ``certificate`` the statistics' coefficients (the record equals
+        Σ coefficient · answer, ± Σ |coefficient| · error), ``proof`` "combination" (the
+        coefficients are listed and were checked exactly) or "block" (the coefficients of a
+        large dense system are not listed: ``certificate`` is [] and ``proof_blocks[block]``
+        names the exact statistics whose square, non-singular system pins the record).
+        ``bounded_records``: records not pinned but proven to lie in an interval narrower than
+        their domain, ``{"index", "interval", "certificate", "proof"}``. ``proof_blocks``:
+        ``{"statistics", "records", "prime"}`` (the pivot block's determinant is non-zero
+        modulo ``prime``; the exact solution is checked by exact multiplication)."""
         system = self.system
         public = system.public
         names = list(public.columns) if public is not None else []
@@ -113,12 +154,8 @@ class LinearResult:
             estimate.append(row)
         det = self.determination
         ids = system.stat_ids
-        determined = [] if det is None else [
-            {"index": c.index, "value": self._proven_value(c.value),
-             "certificate": [{"statistic": ids[i], "coefficient": number_out(co)}
-                             for i, co in c.terms]}
-            for c in det.determined
-        ]
+        determined = [{"index": r.index, "value": self._proven_value(r.value),
+                       **self._bound_json(r)} for r in self.proven if r.value is not None]
         out: dict[str, Any] = {
             "status": self.status,
             "method": self.method,
@@ -127,6 +164,8 @@ class LinearResult:
             "determined": determined,
             "determined_checked": det is not None,
             "rank": det.rank if det is not None else None,
+            "bounded_records": [{"index": r.index, **self._bound_json(r)}
+                                for r in self.intervals],
             "residual": round(self.residual, 9),
             "records": system.n,
             "statistics": system.k,
@@ -134,14 +173,31 @@ class LinearResult:
             "route": None if self.route is None else self.route.to_json(),
             "elapsed_s": round(self.elapsed_s, 4),
         }
+        if det is not None and det.blocks:
+            out["proof_blocks"] = [{"statistics": [ids[i] for i in p.rows],
+                                    "records": list(p.records), "prime": p.prime}
+                                   for p in det.blocks]
         if det is not None and not det.consistent:
             out["conflict"] = [ids[i] for i in det.conflict]
         if self.notes:
             out["notes"] = self.notes
         return out
 
-    def _proven_value(self, value: Fraction) -> Any:
+    def _bound_json(self, r: RecordBound) -> dict[str, Any]:
+        c = r.certificate
+        ids = self.system.stat_ids
+        return {
+            "certificate": [{"statistic": ids[i], "coefficient": number_out(co)}
+                            for i, co in c.terms],
+            "interval": [None if r.low is None else number_out(r.low),
+                         None if r.high is None else number_out(r.high)],
+            "proof": "combination" if c.block is None else "block",
+            **({} if c.block is None else {"block": c.block}),
+        }
+
+    def _proven_value(self, value: Fraction | None) -> Any:
         """A proven value in the column's own terms (indicator -> category)."""
+        assert value is not None
         if self.system.secret.kind == "indicator" and value in (0, 1):
             return self.system.secret.label(float(value))
         return number_out(value)
@@ -155,20 +211,26 @@ def round_estimate(x: np.ndarray, system: LinearSystem) -> np.ndarray:
 
 
 def reconstruct_linear(system: LinearSystem, options: LinearOptions) -> LinearResult:
-    """Run one method on a compiled system; determinability is added when affordable."""
+    """Run one method on a compiled system, with what the exact and bounded statistics prove
+    (``determine``; noisy statistics carry no guarantee and are left out of it)."""
     start = time.perf_counter()
     F, a = system.matrix, system.answers
     lo, hi = system.lower, system.upper
     notes: list[str] = []
     weights = _weights(system)
     det: Determination | None = None
-    exact_rows = system.exact_rows()
-    if exact_rows.size and min(exact_rows.size, system.n) <= options.determine_max_rank and (
-            exact_rows.size * system.n <= options.determine_max_entries):
-        det = determine(F[exact_rows], [system.exact_answers[i] for i in exact_rows])
-        det = _reindex(det, exact_rows)
-    elif exact_rows.size:
-        notes.append("exact determinability skipped (system too large); none claimed")
+    guaranteed = np.array([i for i, kind in enumerate(system.kinds) if kind != "noisy"],
+                          dtype=int)
+    if guaranteed.size:
+        det = determine(F[guaranteed], [system.exact_answers[i] for i in guaranteed],
+                        [system.exact_errors[i] for i in guaranteed],
+                        max_cells=options.determine_max_cells)
+        det = _reindex(det, guaranteed)
+        notes.extend(det.notes)
+    proven: tuple[RecordBound, ...] = ()
+    intervals: tuple[RecordBound, ...] = ()
+    if det is not None and det.consistent:
+        det, proven, intervals = _apply_domain(det, system)
     method = options.method
     status: LinearStatus = "estimated"
     # Least squares uses the box only when the user gave bounds as background knowledge;
@@ -181,10 +243,8 @@ def reconstruct_linear(system: LinearSystem, options: LinearOptions) -> LinearRe
         x = ESTIMATORS["ls"].estimate(problem).x
         if det is None:
             status = "unknown"
-        elif not det.consistent:
-            status = "infeasible"
         else:  # "partial" claims nothing about the rest: bounds may still pin them
-            status = "determined" if len(det.determined) == system.n else "partial"
+            status = "determined" if len(proven) == system.n else "partial"
     elif method in ESTIMATORS:
         try:
             estimate = ESTIMATORS[method].estimate(problem)
@@ -197,33 +257,74 @@ def reconstruct_linear(system: LinearSystem, options: LinearOptions) -> LinearRe
     else:
         raise ValueError(f"unknown method {method!r} (choose from "
                          f"{', '.join(('determine', *ESTIMATORS))})")
-    if det is not None and det.consistent:
-        det = _check_domain(det, system)
     if det is not None and not det.consistent:
-        status = "infeasible"  # whatever the method: the exact statistics cannot all hold
-    if det is not None and det.consistent:
-        for c in det.determined:  # a proven value beats any estimate
-            x[c.index] = float(c.value)
+        status = "infeasible"  # whatever the method: the statistics cannot all hold
+        proven, intervals = (), ()
+    x = _use_proofs(x, proven, intervals)
     rounded = round_estimate(x, system)
     residual = float(np.linalg.norm(F @ rounded - a)) if system.k else 0.0
     labels = [system.secret.label(v) for v in rounded]
     return LinearResult(status, method, x, labels, det, residual, system,
-                        time.perf_counter() - start, notes)
+                        time.perf_counter() - start, notes, proven=proven, intervals=intervals)
 
 
-def _check_domain(det: Determination, system: LinearSystem) -> Determination:
-    """A proven value outside the record's bounds (or a fraction for a count or an integer
-    column) means no dataset fits: the release is inconsistent, and the certificate's
-    statistics are the conflict."""
-    discrete = system.secret.kind != "real"
-    for c in det.determined:
-        lo, hi = system.lower[c.index], system.upper[c.index]
-        outside = (np.isfinite(lo) and c.value < Fraction(float(lo))) or (
-            np.isfinite(hi) and c.value > Fraction(float(hi)))
-        if outside or (discrete and c.value.denominator != 1):
-            return Determination(False, det.rank, (), tuple(sorted(i for i, _ in c.terms)),
-                                 det.elapsed_s)
-    return det
+def _use_proofs(x: np.ndarray, proven: tuple[RecordBound, ...],
+                intervals: tuple[RecordBound, ...]) -> np.ndarray:
+    """A proven value beats any estimate; a proven interval clips it."""
+    x = np.array(x, dtype=float)
+    for r in proven:
+        x[r.index] = float(r.value) if r.value is not None else x[r.index]
+    for r in intervals:
+        low = -np.inf if r.low is None else float(r.low)
+        high = np.inf if r.high is None else float(r.high)
+        x[r.index] = min(max(x[r.index], low), high)
+    return x
+
+
+def _apply_domain(det: Determination, system: LinearSystem
+                  ) -> tuple[Determination, tuple[RecordBound, ...], tuple[RecordBound, ...]]:
+    """Each certificate's exact interval cut by the record's bounds: one admissible value
+    (one integer for a count or an integer column; the point itself for a real one) proves
+    it; none means no dataset fits, so the release is inconsistent and the certificate's
+    statistics are the conflict; a narrower interval than the domain is reported as such."""
+    proven: list[RecordBound] = []
+    intervals: list[RecordBound] = []
+    for c in (*det.determined, *det.bounded):
+        bound = _cut(c, system)
+        if bound is None:
+            rows = (det.blocks[c.block].rows if c.block is not None
+                    else tuple(i for i, _ in c.terms))
+            return replace(det, consistent=False, determined=(), bounded=(),
+                           conflict=tuple(sorted(rows))), (), ()
+        if bound.value is not None:
+            proven.append(bound)
+        elif _narrower(bound, system):
+            intervals.append(bound)
+    proven.sort(key=lambda r: r.index)
+    intervals.sort(key=lambda r: r.index)
+    return det, tuple(proven), tuple(intervals)
+
+
+def _cut(c: Certificate, system: LinearSystem) -> RecordBound | None:
+    """The certificate's interval within the record's bounds (None: empty)."""
+    lo, hi = system.lower[c.index], system.upper[c.index]
+    low = c.low if not np.isfinite(lo) else max(c.low, Fraction(float(lo)))
+    high = c.high if not np.isfinite(hi) else min(c.high, Fraction(float(hi)))
+    if system.secret.kind != "real":
+        low, high = Fraction(math.ceil(low)), Fraction(math.floor(high))
+    if low > high:
+        return None
+    return RecordBound(c, low, high, low if low == high else None)
+
+
+def _narrower(bound: RecordBound, system: LinearSystem) -> bool:
+    """The interval says more than the record's bounds alone."""
+    lo, hi = system.lower[bound.index], system.upper[bound.index]
+    if system.secret.kind != "real":
+        lo, hi = math.ceil(lo - 1e-9) if np.isfinite(lo) else lo, (
+            math.floor(hi + 1e-9) if np.isfinite(hi) else hi)
+    return bool((bound.low is not None and (not np.isfinite(lo) or bound.low > lo)) or (
+        bound.high is not None and (not np.isfinite(hi) or bound.high < hi)))
 
 
 def _weights(system: LinearSystem) -> np.ndarray | None:
@@ -237,7 +338,12 @@ def _weights(system: LinearSystem) -> np.ndarray | None:
 
 
 def _reindex(det: Determination, rows: np.ndarray) -> Determination:
-    certs = tuple(Certificate(c.index, c.value, tuple((int(rows[i]), v) for i, v in c.terms))
-                  for c in det.determined)
-    return Determination(det.consistent, det.rank, certs,
-                         tuple(int(rows[i]) for i in det.conflict), det.elapsed_s)
+    """Rows of the guaranteed statistics back to the system's rows."""
+    def cert(c: Certificate) -> Certificate:
+        return replace(c, terms=tuple((int(rows[i]), v) for i, v in c.terms))
+
+    return replace(det, determined=tuple(cert(c) for c in det.determined),
+                   bounded=tuple(cert(c) for c in det.bounded),
+                   conflict=tuple(int(rows[i]) for i in det.conflict),
+                   blocks=tuple(replace(p, rows=tuple(int(rows[i]) for i in p.rows))
+                                for p in det.blocks))

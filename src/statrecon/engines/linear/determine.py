@@ -1,264 +1,246 @@
-"""Exact determinability: which unknowns every solution of the exact statistics shares, proven
-with exact rational arithmetic (FLINT), each with the combination of statistics that yields it
-(a difference attack). Nothing here is floating point."""
+"""Exact determinability: which unknowns every solution of the exact and bounded statistics
+pins, proven with exact rational arithmetic (FLINT), each with the combination of statistics
+that yields it (a difference attack). Nothing here is floating point.
+
+Published answers have finite precision: a bounded statistic (``error``, a rounded answer)
+says only that the true answer lies within ± eᵢ. A certificate y (Fᵀy = e_j) then gives
+x_j ∈ Σ yᵢbᵢ ± Σ |yᵢ|eᵢ, computed exactly (``Certificate.half_width``); exact statistics are
+used first and bounded ones by growing error, so a record the exact statistics pin keeps a
+certificate of width 0. A combination with Fᵀy = 0 is a conflict only when 0 lies outside its
+exact interval. Noisy statistics carry no guarantee and are never passed here.
+
+How it scales (``auto``): identical columns are collapsed (records no statistic tells apart
+are never pinned), the statistic–record graph is cut into connected components, and each
+component is eliminated modulo a prime (dense FLINT ``nmod_mat`` per component, never one
+matrix of the whole release) with every claim proven exactly (:mod:`.component`). A component
+over ``max_cells`` cells is not decided and says so in ``notes``; nothing is skipped silently.
+
+How certificates are reported: their coefficients are listed (``Certificate.terms``) when
+they are small rationals or the component's rank is at most ``component.EXACT_LIMIT``; for a
+larger full-rank component of exact statistics (a dense random release) they would be
+thousands of rationals of thousands of digits, so the record instead cites a block proof
+(``Certificate.block`` → ``Determination.blocks``: which statistics, which records, the prime
+that shows the pivot block non-singular; the exact solution is checked by exact integer
+multiplication). ``rref`` runs one full exact elimination of [F | I] instead (small systems,
+kept as the reference the tests compare with).
+"""
 
 from __future__ import annotations
 
+import math
 import time
-from dataclasses import dataclass
+from dataclasses import replace
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from statrecon.engines.linear.problem import Matrix, check_system
+from statrecon.engines.linear.proofs import (
+    BlockProof,
+    Certificate,
+    Combination,
+    Determination,
+    combine,
+    holds,
+)
 
 if TYPE_CHECKING:
     import scipy.sparse as sp  # loaded by determine() itself: the CLI imports this package
 
+    from statrecon.engines.linear.component import BlockResult
 
-@dataclass(frozen=True)
-class Certificate:
-    """x[index] = sum(coefficient * answer of statistic): proof that the record is pinned."""
+__all__ = ["BlockProof", "Certificate", "Determination", "determine"]
 
-    index: int
-    value: Fraction
-    terms: tuple[tuple[int, Fraction], ...]  # (statistic row, coefficient)
-
-
-@dataclass(frozen=True)
-class Determination:
-    """Exact determinability of every unknown from the exact statistics (FLINT, rationals)."""
-
-    consistent: bool
-    rank: int
-    determined: tuple[Certificate, ...]
-    conflict: tuple[int, ...] = ()  # statistic rows whose combination contradicts (if any)
-    elapsed_s: float = 0.0
+# cells of the dense matrix of one component (8 bytes each mod p, ~50 more while converting)
+MAX_CELLS = 40_000_000
 
 
 def determine(F: Matrix, answers: list[Fraction] | tuple[Fraction, ...],
-              algorithm: str = "auto") -> Determination:
-    """Which unknowns every real solution of ``F x = answers`` shares, proven exactly.
-
-    x_j is shared by all solutions iff e_j lies in the row space of F, i.e. iff the reduced row
-    echelon form of F (computed over the rationals) has a row equal to e_j. The certificate y
-    (with F^T y = e_j) comes from the same elimination run on [F | I]; it is checked again with
-    exact arithmetic before being reported. Identical columns (records no statistic tells apart)
-    are never determined and are collapsed first.
-
-    ``auto`` first reduces to statistics independent modulo a prime (each step proven exactly,
-    see ``_independent_rows``), which avoids the huge rationals of a full elimination;
-    ``rref`` runs the full exact elimination of [F | I] (the fallback, kept for testing)."""
+              errors: list[Fraction] | tuple[Fraction, ...] | None = None,
+              algorithm: str = "auto", max_cells: int = MAX_CELLS) -> Determination:
+    """Which unknowns every real solution of ``|F x - answers| <= errors`` pins, proven
+    exactly, with each record's exact interval (module docstring). ``errors`` defaults to 0
+    (every statistic exact)."""
     check_system(F, list(answers))
-    # lazy: the package is imported at CLI start-up (the --method help), scipy only here
-    import scipy.sparse as sp
-
     start = time.perf_counter()
-    Fs = sp.csr_matrix(F)
+    Fs = _integer_csr(F)
     k, n = Fs.shape
+    b = [Fraction(v) for v in answers]
+    e = [Fraction(0)] * k if errors is None else [Fraction(v) for v in errors]
+    if len(e) != k or any(v < 0 for v in e):
+        raise ValueError("errors: one non-negative bound per statistic")
     if k == 0 or n == 0:
         return Determination(True, 0, (), elapsed_s=time.perf_counter() - start)
-    system = _collapse(Fs, answers)
-    reduced = _independent_rows(system.D, system.b) if algorithm == "auto" else None
-    if reduced is not None:
-        rows_i, conflict_rows = reduced
-        if conflict_rows:
-            return Determination(False, len(rows_i), (), conflict_rows,
-                                 time.perf_counter() - start)
-        fast = _determine_full_row_rank(Fs, system.D[rows_i], system.sub.shape[1],
-                                        system.candidates, system.b, rows_i)
-        if fast is not None:
-            return Determination(True, len(rows_i), tuple(fast), (),
-                                 time.perf_counter() - start)
-    return _determine_rref(Fs, system, start)
+    if algorithm == "rref":
+        return _determine_rref(Fs, b, e, start)
+    if algorithm != "auto":
+        raise ValueError(f"unknown algorithm {algorithm!r} (auto or rref)")
+    order = np.array(sorted(range(k), key=lambda i: e[i]), dtype=int)  # exact first
+    det = _determine_blocks(Fs[order], [b[i] for i in order], [e[i] for i in order],
+                            max_cells)
+    return replace(_reindex(det, order), elapsed_s=time.perf_counter() - start)
 
 
-@dataclass(frozen=True)
-class _Collapsed:
-    """The statistics as integers with identical columns collapsed (``_collapse``)."""
+def _integer_csr(F: Matrix) -> sp.csr_matrix:
+    import scipy.sparse as sp  # lazy: the package is imported at CLI start-up (--method help)
 
-    candidates: np.ndarray  # records whose column is unique and non-zero (sorted)
-    sub: np.ndarray  # their columns
-    oth_u: np.ndarray  # the distinct non-zero columns of every other record
-    D: np.ndarray  # [sub | oth_u]
-    b: list[Fraction]  # the answers
-
-
-def _collapse(Fs: sp.csr_matrix, answers: list[Fraction] | tuple[Fraction, ...]
-              ) -> _Collapsed:
-    """Integer columns, identical ones collapsed: a record that shares its column with
-    another is never determined, and distinct columns are enough for everything else."""
-    k, n = Fs.shape
-    dense = Fs.toarray()
-    if not np.allclose(dense, np.round(dense)):
+    Fs = sp.csr_matrix(F, dtype=np.float64)
+    if not np.allclose(Fs.data, np.round(Fs.data)):
         raise ValueError("determine needs integer coefficients")
-    dense = np.round(dense).astype(np.int64)
-    # Collapse identical columns: a record shares its column with another -> not determined.
-    uniq, first, counts = np.unique(dense.T, axis=0, return_index=True, return_counts=True)
-    candidates = np.sort(first[(counts == 1) & np.any(uniq != 0, axis=1)])
-    sub = dense[:, candidates]
-    # Rows that touch no candidate still matter (they constrain duplicated columns), but they
-    # cannot help pin a candidate: y may use them only with coefficient 0 on candidate columns.
-    # Keep the full row set: F restricted to the other columns is part of F^T y = e_j.
-    others = np.setdiff1d(np.arange(n), candidates)
-    oth = dense[:, others]
-    # Distinct columns among the others are enough for the condition F_others^T y = 0.
-    oth_u = np.unique(oth.T, axis=0).T if oth.size else np.zeros((k, 0), dtype=np.int64)
-    oth_u = oth_u[:, np.any(oth_u != 0, axis=0)] if oth_u.size else oth_u
-    b = [Fraction(v) for v in answers]
-    D = np.hstack([sub, oth_u]) if oth_u.size else sub
-    return _Collapsed(candidates, sub, oth_u, D, b)
+    out = sp.csr_matrix((np.round(Fs.data).astype(np.int64), Fs.indices, Fs.indptr),
+                        shape=Fs.shape)
+    out.eliminate_zeros()
+    out.sort_indices()
+    return out
 
 
-def _determine_rref(Fs: sp.csr_matrix, system: _Collapsed, start: float) -> Determination:
-    """The full exact elimination of [F | I] (FLINT, integers): every row of the reduced
-    form that is e_j on the records is a certificate for record j; a row that is zero on the
-    records combines the statistics into 0 = its answer (a conflict unless that is 0)."""
-    import flint
+def _distinct_columns(Fs: sp.csr_matrix) -> tuple[sp.csr_matrix, np.ndarray]:
+    """(D, records): the distinct non-zero columns of F, and per column the one record that
+    has it (-1 when several share it: such records are never pinned)."""
+    Fc = Fs.tocsc()
+    Fc.sort_indices()
+    first: dict[bytes, int] = {}
+    reps: list[int] = []
+    owners: list[int] = []
+    for j in range(Fc.shape[1]):
+        s, t = Fc.indptr[j], Fc.indptr[j + 1]
+        if s == t:
+            continue
+        key = Fc.indices[s:t].tobytes() + Fc.data[s:t].tobytes()
+        c = first.setdefault(key, len(reps))
+        if c == len(reps):
+            reps.append(j)
+            owners.append(j)
+        else:
+            owners[c] = -1
+    return Fs[:, reps].tocsr(), np.array(owners, dtype=int)
+
+
+def _components(D: sp.csr_matrix) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(rows, columns) of each connected component of the statistic–column graph."""
+    import scipy.sparse as sp  # lazy: see _integer_csr
+    from scipy.sparse.csgraph import connected_components  # lazy: as above
+
+    k = D.shape[0]
+    pattern = sp.csr_matrix((np.ones(D.nnz), D.indices, D.indptr), shape=D.shape)
+    graph = sp.bmat([[None, pattern], [pattern.T, None]], format="csr")
+    count, labels = connected_components(graph, directed=False)
+    row_order = np.argsort(labels[:k], kind="stable")
+    col_order = np.argsort(labels[k:], kind="stable")
+    row_cuts = np.searchsorted(labels[:k][row_order], np.arange(count + 1))
+    col_cuts = np.searchsorted(labels[k:][col_order], np.arange(count + 1))
+    return [(row_order[row_cuts[c]:row_cuts[c + 1]], col_order[col_cuts[c]:col_cuts[c + 1]])
+            for c in range(count) if row_cuts[c] < row_cuts[c + 1]]
+
+
+def _determine_blocks(Fs: sp.csr_matrix, b: list[Fraction], e: list[Fraction],
+                      max_cells: int) -> Determination:
+    """Component by component (rows in priority order); the first proven conflict wins."""
+    # lazy: the component solver loads FLINT, and the CLI imports this package at start-up
+    from statrecon.engines.linear.component import Block, solve_block
+
+    D, records = _distinct_columns(Fs)
+    certs: list[Certificate] = []
+    blocks: list[BlockProof] = []
+    notes: list[str] = []
+    rank = 0
+    for rows, cols in _components(D):
+        if cols.size == 0:  # a statistic over no record: 0 must lie in b ± e
+            bad = [int(i) for i in rows if abs(b[int(i)]) > e[int(i)]]
+            if bad:
+                return Determination(False, rank, (), (bad[0],), notes=tuple(notes))
+            continue
+        if rows.size * cols.size > max_cells:
+            notes.append(f"a component of {rows.size:,} statistics x {cols.size:,} records "
+                         f"({rows.size * cols.size:,} cells, over the limit of {max_cells:,}) "
+                         "was not decided: none of its records is claimed")
+            continue
+        rows = np.sort(rows)
+        M = D[rows][:, cols].toarray().astype(np.int64)
+        result = solve_block(Block(rows, M, records[cols]), Fs, b, e)
+        notes.extend(result.notes)
+        if result.conflict:
+            return Determination(False, rank + result.rank, (), result.conflict,
+                                 notes=tuple(notes))
+        rank += result.rank
+        certs.extend(_attach(result, blocks))
+    certs.sort(key=lambda c: c.index)
+    return Determination(True, rank, tuple(c for c in certs if c.half_width == 0), (),
+                         bounded=tuple(c for c in certs if c.half_width > 0),
+                         blocks=tuple(blocks), notes=tuple(notes))
+
+
+def _attach(result: BlockResult, blocks: list[BlockProof]) -> list[Certificate]:
+    """The component's certificates, a block proof numbered in the determination."""
+    if result.proof is None:
+        return result.certificates
+    blocks.append(result.proof)
+    return [replace(c, block=len(blocks) - 1) if c.block is not None else c
+            for c in result.certificates]
+
+
+def _reindex(det: Determination, order: np.ndarray) -> Determination:
+    """Rows of the priority-ordered system back to the caller's rows."""
+    def cert(c: Certificate) -> Certificate:
+        return replace(c, terms=tuple((int(order[i]), v) for i, v in c.terms))
+
+    return replace(
+        det, determined=tuple(cert(c) for c in det.determined),
+        bounded=tuple(cert(c) for c in det.bounded),
+        conflict=tuple(sorted(int(order[i]) for i in det.conflict)),
+        blocks=tuple(replace(p, rows=tuple(int(order[i]) for i in p.rows))
+                     for p in det.blocks))
+
+
+# --------------------------------------------------------------------------- rref (reference)
+
+def _determine_rref(Fs: sp.csr_matrix, b: list[Fraction], e: list[Fraction], start: float
+                    ) -> Determination:
+    """The full exact elimination of [D | I] (FLINT, integers; D: the distinct columns with
+    unique ones first): every row of the reduced form that is e_j on the records is a
+    certificate for record j; a row that is zero on the records combines the statistics into
+    0 = its answer ± its error (a conflict when 0 lies outside)."""
+    import flint  # lazy: FLINT only when determinability runs
 
     k = Fs.shape[0]
-    sub, oth_u, candidates, b = system.sub, system.oth_u, system.candidates, system.b
-    m = sub.shape[1]
-    # Column order: candidates, then other distinct columns, then the identity (certificates).
-    block = np.hstack([sub, oth_u, np.eye(k, dtype=np.int64)])
-    R, den, rank_aug = flint.fmpz_mat(block.tolist()).rref()
-    width = sub.shape[1] + oth_u.shape[1]
+    D, records = _distinct_columns(Fs)
+    unique = np.flatnonzero(records >= 0)
+    cols = np.concatenate([unique, np.flatnonzero(records < 0)])
+    width = cols.size
+    block = np.hstack([D[:, cols].toarray(), np.eye(k, dtype=np.int64)])
+    R, _, rank_aug = flint.fmpz_mat(block.tolist()).rref()
     rows = R.tolist()
-    certs = []
+    certs: list[Certificate] = []
     rank = 0
-    conflict: tuple[int, ...] = ()
-    consistent = True
-    den_i = int(den)
     for r in range(rank_aug):
         row = [int(v) for v in rows[r]]
         nz = [c for c in range(width) if row[c] != 0]
+        y = [Fraction(row[width + i], row[nz[0]] if nz else 1) for i in range(k)]
+        support = [i for i in range(k) if y[i] != 0]
+        value, half = combine(support, [y[i] for i in support], b, e)
         if not nz:
-            # A combination y of statistics with F^T y = 0: its answers must combine to 0.
-            y = [Fraction(row[width + i], den_i) for i in range(k)]
-            total = sum((yi * bi for yi, bi in zip(y, b, strict=True) if yi), Fraction(0))
-            if total != 0 and consistent:
-                consistent = False
-                conflict = tuple(i for i in range(k) if y[i] != 0)
+            if abs(value) > half:
+                return Determination(False, rank, (), tuple(support),
+                                     time.perf_counter() - start)
             continue
         rank += 1
-        if len(nz) == 1 and nz[0] < m:
-            j = nz[0]
-            y = [Fraction(row[width + i], row[j]) for i in range(k)]
-            terms = tuple((i, yi) for i, yi in enumerate(y) if yi != 0)
-            col = int(candidates[j])
-            _verify_certificate(Fs, col, terms)
-            value = sum((c * b[i] for i, c in terms), Fraction(0))
-            certs.append(Certificate(col, value, terms))
+        if len(nz) == 1 and nz[0] < unique.size:
+            j = int(records[cols[nz[0]]])
+            terms = tuple((i, y[i]) for i in support)
+            _verify_certificate(Fs, j, terms)
+            certs.append(Certificate(j, value, terms, half))
     certs.sort(key=lambda c: c.index)
-    return Determination(consistent, rank, tuple(certs) if consistent else (), conflict,
-                         time.perf_counter() - start)
-
-
-_PRIME = 2_147_483_629  # a prime below 2^31: products of two residues fit in int64
-
-
-def _rref_mod_p(M: np.ndarray, p: int = _PRIME) -> tuple[np.ndarray, list[int]]:
-    """Reduced row echelon form modulo a prime (FLINT nmod_mat), as int64 rows + pivots."""
-    import flint
-
-    R, rank = flint.nmod_mat(np.mod(M, p).astype(np.int64).tolist(), p).rref()
-    if rank == 0:
-        return np.zeros((0, M.shape[1]), dtype=np.int64), []
-    values = np.fromiter((int(v) for v in R.entries()), dtype=np.int64,
-                         count=M.shape[0] * M.shape[1]).reshape(M.shape)[:rank]
-    pivots = [int(np.flatnonzero(row)[0]) for row in values]
-    return values, pivots
-
-
-def _independent_rows(D: np.ndarray, b: list[Fraction]
-                      ) -> tuple[np.ndarray, tuple[int, ...]] | None:
-    """Statistics independent mod p (so over the rationals too), with an exact proof that each
-    other statistic is a combination of them, and a check that its answer is the same
-    combination of theirs (else the release is inconsistent: that row and the rows it combines
-    are returned as the conflict). None when a dropped row turns out independent over the
-    rationals (an unlucky prime); the caller then uses the exact elimination."""
-    import flint
-
-    k = D.shape[0]
-    _, independent = _rref_mod_p(D.T)
-    rows_i = np.array(independent, dtype=int)
-    dropped = np.setdiff1d(np.arange(k), rows_i)
-    if dropped.size == 0:
-        return rows_i, ()
-    if rows_i.size == 0:
-        bad = [int(i) for i in dropped if b[i] != 0]
-        return rows_i, ((bad[0],) if bad else ())
-    DI = D[rows_i]
-    _, pivots = _rref_mod_p(DI)
-    C = flint.fmpq_mat(flint.fmpz_mat(DI[:, pivots].tolist()))
-    L = flint.fmpq_mat(flint.fmpz_mat(D[dropped][:, pivots].tolist())) * C.inv()
-    if L * flint.fmpq_mat(flint.fmpz_mat(DI.tolist())) != flint.fmpq_mat(
-            flint.fmpz_mat(D[dropped].tolist())):
-        return None
-    bI = flint.fmpq_mat([[flint.fmpq(v.numerator, v.denominator)] for v in
-                         (b[int(i)] for i in rows_i)])
-    combined = L * bI
-    for t, i in enumerate(dropped):
-        got = combined[t, 0]
-        if Fraction(int(got.p), int(got.q)) != b[int(i)]:
-            support = [int(rows_i[j]) for j in range(rows_i.size) if L[t, j] != 0]
-            return rows_i, tuple(sorted([int(i), *support]))
-    return rows_i, ()
-
-
-def _determine_full_row_rank(Fs: sp.csr_matrix, D: np.ndarray, m: int,
-                             candidates: np.ndarray, b: list[Fraction], rows: np.ndarray
-                             ) -> list[Certificate] | None:
-    """Determinability when the statistics ``rows`` (rows of D) are independent.
-
-    Independent modulo a prime p means independent over the rationals (a k×k minor is non-zero
-    mod p, hence non-zero), so the pivot columns C span everything. Then for a pivot record j:
-    * a non-zero entry of row j of C^-1 D mod p is non-zero over the rationals too
-      (p does not divide det C, the common denominator), so another column uses x_j and
-      j is provably not determined;
-    * otherwise the only possible certificate is y = row j of C^-1; it is computed exactly and
-      checked exactly (F^T y = e_j): verified -> determined, refuted -> not determined.
-    Non-pivot records are never determined (their column is a combination of the pivots).
-    The first ``m`` columns of D are the candidate records (``candidates``)."""
-    import flint
-
-    k = D.shape[0]
-    if k == 0:
-        return []
-    R, pivots = _rref_mod_p(D)
-    if len(pivots) < k:
-        return None
-    pos = {c: i for i, c in enumerate(pivots)}
-    suspects = [c for c in pivots if c < m and np.count_nonzero(R[pos[c]]) == 1]
-    certs: list[Certificate] = []
-    if suspects:
-        inverse = flint.fmpz_mat(D[:, pivots].tolist()).inv()  # exact rationals
-        for c in suspects:
-            y = [Fraction(int(v.p), int(v.q)) for v in
-                 (inverse[pos[c], i] for i in range(k))]
-            terms = tuple((int(rows[i]), yi) for i, yi in enumerate(y) if yi != 0)
-            col = int(candidates[c])
-            if _certificate_holds(Fs, col, terms):
-                value = sum((co * b[i] for i, co in terms), Fraction(0))
-                certs.append(Certificate(col, value, terms))
-    certs.sort(key=lambda c: c.index)
-    return certs
-
-
-def _certificate_holds(F: sp.csr_matrix, col: int, terms: tuple[tuple[int, Fraction], ...]
-                       ) -> bool:
-    acc: dict[int, Fraction] = {}
-    for i, c in terms:
-        start, end = F.indptr[i], F.indptr[i + 1]
-        for j, v in zip(F.indices[start:end], F.data[start:end], strict=True):
-            acc[int(j)] = acc.get(int(j), Fraction(0)) + c * round(float(v))
-    return acc.get(col, Fraction(0)) == 1 and all(
-        v == 0 for j, v in acc.items() if j != col)
+    return Determination(True, rank, tuple(c for c in certs if c.half_width == 0), (),
+                         time.perf_counter() - start,
+                         bounded=tuple(c for c in certs if c.half_width > 0))
 
 
 def _verify_certificate(F: sp.csr_matrix, col: int, terms: tuple[tuple[int, Fraction], ...]
                         ) -> None:
     """Exact check that sum_i y_i F_i = e_col; a failure is a bug, never a result."""
-    if not _certificate_holds(F, col, terms):
+    den = math.lcm(*(c.denominator for _, c in terms)) if terms else 1
+    combo = Combination(col, np.array([i for i, _ in terms], dtype=int),
+                        tuple(int(c * den) for _, c in terms), den)
+    if not holds(F, [combo]).all():
         raise AssertionError(f"certificate for record {col} does not verify")
