@@ -58,6 +58,9 @@ def reconstruct(
         if method == "auto":
             method, why = _auto_route(release, table, reason, options)
         if method in LINEAR_METHODS:
+            if options is not None and options.noise_mode != "ignore":
+                raise StatreconError(f"--noise-mode {options.noise_mode} applies to the exact "
+                                     f"engine, not to --method {method}")
             if reason is not None:
                 raise StatreconError(f"--method {method}: {reason}")
             assert table is not None
@@ -92,6 +95,10 @@ def _auto_route(release: Release, table: PublicTable | None, reason: str | None,
     it is). The exact route's model size is checked here, before anything is built, so a
     release that fits neither route gets one error naming both reasons."""
     options = options or ExactOptions()
+    if options.noise_mode != "ignore":
+        return "exact", (f"auto: noisy answers read with --noise-mode {options.noise_mode}, "
+                         "which only the exact engine does; "
+                         f"{_exact_size(release, table, options, reason)}")
     if reason is not None:
         return "exact", (f"auto: not linear in one secret column ({reason}), so the exact "
                          f"engine; {_exact_size(release, table, options, reason)}")
@@ -111,13 +118,13 @@ def _exact_size(release: Release, table: PublicTable | None, options: ExactOptio
     model over ``max_model_size`` is refused here with the linear route's refusal too."""
     known = KnownData(public=table, snippets={})  # the size needs only the row count
     try:
-        check_model_size(release, known, options.max_model_size)
+        check_model_size(release, known, options.max_model_size, options.noise)
     except StatreconError as e:
         if linear_refusal is None:
             raise
         raise StatreconError(f"{e}. The linear engine cannot take it either: "
                              f"{linear_refusal}") from None
-    size = model_size(release, known)
+    size = model_size(release, known, options.noise)
     limit = ("no time limit" if options.time_limit is None
              else f"time limit {options.time_limit:g} s")
     return (f"model estimated at {size.terms:,} terms over up to {size.rows:,} rows, "

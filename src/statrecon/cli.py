@@ -82,14 +82,25 @@ def reconstruct(
     max_matrix_cells: Annotated[int, typer.Option(
         min=1, help="Linear engine: refuse a query matrix of more statistics x public rows "
                     "than this.")] = 400_000_000,
+    noise_mode: Annotated[str, typer.Option(
+        help="Exact engine, noisy answers: ignore them; bounds (value ± K standard deviations, "
+             "needs --noise-as-bounds K; claims hold for the event that every noise is that "
+             "small); ml (a most likely dataset: an estimate, never a proof).")] = "ignore",
+    noise_as_bounds: Annotated[float | None, typer.Option(
+        min=0.001, metavar="K",
+        help="Exact engine: read each noisy answer as value ± K standard deviations (sets "
+             "--noise-mode bounds).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress on stderr.")] = False,
 ) -> None:
     """Find every dataset consistent with a release; say what is certain."""
+    from dataclasses import replace
+
     from statrecon.api import reconstruct as run
     from statrecon.engines.exact import DEFAULT_TIME_LIMIT, ExactOptions
     from statrecon.engines.linear import LinearOptions, LinearResult
     from statrecon.release.files import load_release
 
+    mode = _noise_mode(noise_mode, noise_as_bounds, method)
     rel = load_release(release)
     pair = None
     if bounds is not None:
@@ -103,15 +114,16 @@ def reconstruct(
     options = ExactOptions(limit=limit,
                            time_limit=None if unbounded else time_limit or DEFAULT_TIME_LIMIT,
                            keep_solutions=None if all_ else (1 if as_json else 10),
-                           symmetry_breaking=symmetry_breaking, max_model_size=max_model_size)
-    from statrecon.commands.progress import activity
+                           symmetry_breaking=symmetry_breaking, max_model_size=max_model_size,
+                           noise_mode=mode, noise_k=noise_as_bounds)
+    from statrecon.commands.progress import exact_progress
     from statrecon.report import output_console
 
     console = output_console()  # not wrapped at 80 columns into a file or a pipe
 
-    with activity("Reconstructing…", quiet=quiet):  # on stderr, also with --json
-        result = run(rel, public=public, method=method, options=options, linear=linear,
-                     bounds=pair)
+    with exact_progress("Reconstructing…", quiet=quiet) as tell:  # stderr, also with --json
+        result = run(rel, public=public, method=method,
+                     options=replace(options, on_progress=tell), linear=linear, bounds=pair)
     if isinstance(result, LinearResult):
         from statrecon.report import linear as linear_report
 
@@ -185,6 +197,25 @@ def tabulate(
     Console(stderr=True).print(
         f"wrote {out}: {len(answers)} statistics" + (f", {suppressed} suppressed"
                                                      if suppressed else ""))
+
+
+def _noise_mode(mode: str, k: float | None, method: str) -> Any:
+    """--noise-mode and --noise-as-bounds K, checked together (one line on a mistake)."""
+    modes = ("ignore", "bounds", "ml")
+    if mode not in modes:
+        raise StatreconError(f"--noise-mode {mode!r}: choose from {', '.join(modes)}")
+    if k is not None:
+        if mode not in ("ignore", "bounds"):
+            raise StatreconError(f"--noise-as-bounds reads noise as bounds; it cannot go with "
+                                 f"--noise-mode {mode}")
+        mode = "bounds"
+    elif mode == "bounds":
+        raise StatreconError("--noise-mode bounds needs --noise-as-bounds K (standard "
+                             "deviations either side of each noisy answer)")
+    if mode != "ignore" and method not in ("auto", "exact"):
+        raise StatreconError(f"--noise-mode {mode} applies to the exact engine, not to "
+                             f"--method {method} (which weighs noisy answers by their scale)")
+    return mode
 
 
 def _print_route(console: Console, route: Any) -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-Status = Literal["unique", "multiple", "infeasible", "unknown"]
+# estimated: a most likely dataset (noisy answers weighed by their likelihood), never a proof
+Status = Literal["unique", "multiple", "infeasible", "unknown", "estimated"]
 Row = dict[str, Any]
 
 
@@ -52,6 +53,49 @@ class Route:
 
 
 @dataclass(frozen=True)
+class NoiseUse:
+    """What the exact engine did with the noisy statistics (``statistics``).
+
+    ``ignore``: left out; the claims hold for every dataset the other statistics allow.
+    ``bounds``: each answer read as ± ``k`` standard deviations: every claim holds *on the
+    event that every noise lies within k sd* (``event_probability`` of it if the noises are
+    independent), not unconditionally. ``ml``: the dataset maximising the likelihood of the
+    noisy answers among those the exact statistics allow; ``objective`` is its negative
+    log-likelihood (up to a constant), ``optimal`` True when CP-SAT proved no dataset scores
+    lower (``objective_bound``: the best lower bound proven).
+    """
+
+    mode: Literal["ignore", "bounds", "ml"]
+    statistics: tuple[str, ...] = ()
+    k: float | None = None
+    event_probability: float | None = None
+    objective: float | None = None
+    objective_bound: float | None = None
+    optimal: bool = False
+
+    @property
+    def condition(self) -> str | None:
+        """The event the claims are conditional on (None: no condition)."""
+        if self.mode == "bounds" and self.statistics and (
+                self.event_probability is None or self.event_probability < 1):
+            return f"every noise lies within {self.k:g} standard deviations"
+        return None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"mode": self.mode, "statistics": list(self.statistics), "k": self.k,
+                "claims_hold": self.claims_hold(), "event_probability": self.event_probability,
+                "objective": self.objective, "objective_bound": self.objective_bound,
+                "optimal": self.optimal}
+
+    def claims_hold(self) -> str:
+        """In words: when what is called unique/certain is true."""
+        if self.mode == "ml":
+            return "never proven: the result is a most likely dataset, an estimate"
+        condition = self.condition
+        return "for the event that " + condition if condition else "always"
+
+
+@dataclass(frozen=True)
 class ReconstructionResult:
     """Everything the exact engine proved about the hidden table.
 
@@ -80,6 +124,7 @@ class ReconstructionResult:
     elapsed_s: float = 0.0
     method: str = "exact"
     route: Route | None = None
+    noise: NoiseUse = field(default_factory=lambda: NoiseUse("ignore"))
 
     def to_json(self) -> dict[str, Any]:
         """The stable JSON contract of ``statrecon reconstruct --json``."""
@@ -102,5 +147,6 @@ class ReconstructionResult:
             "conflict_minimal": self.conflict_minimal,
             "ignored_statistics": self.ignored,
             "route": None if self.route is None else self.route.to_json(),
+            "noise": self.noise.to_json(),
             "elapsed_s": round(self.elapsed_s, 4),
         }

@@ -216,7 +216,7 @@ def test_tabulate_end_to_end_then_reconstruct(tmp_path: Path) -> None:
     by_id = {s["id"]: s for s in filled["statistics"]}
     assert by_id["1A-count"]["value"] == 7
     assert by_id["2B-mean"]["value"] == 44
-    assert by_id["4A-mean"] == {**by_id["4A-mean"], "value": 36.7, "error": 0.05}
+    assert by_id["4A-mean"] == {**by_id["4A-mean"], "value": 36.7, "decimals": 1}
     assert by_id["4B-count"]["suppressed"] is True  # one Black man
     assert by_id["3B-count"]["value"] == 4
 

@@ -22,7 +22,7 @@ EXAMPLES = ROOT / "examples"
 RECONSTRUCT_EXACT = {
     "status", "method", "solution_count", "complete", "solutions", "certain_rows",
     "certain_cells", "column_values", "column_ranges", "certain_complete", "conflict",
-    "conflict_minimal", "ignored_statistics", "elapsed_s", "route",
+    "conflict_minimal", "ignored_statistics", "elapsed_s", "route", "noise",
 }
 ROUTE = {"engine", "method", "reason"}
 CERTAIN_ROW = {"row", "multiplicity"}

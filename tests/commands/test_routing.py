@@ -107,3 +107,30 @@ def test_census_reconstruct_takes_inf(run_cli: CliRunner, tmp_path: Path) -> Non
                              "1", "--json", "--quiet")
     assert code == EXIT_OK, err
     assert json.loads(out)["statuses"] and "unknown" not in json.loads(out)["statuses"]
+
+
+def test_a_noise_mode_sends_auto_to_the_exact_engine(run_cli: CliRunner,
+                                                     tmp_path: Path) -> None:
+    """Noisy answers: auto weighs them in the linear engine by default; asked to read them as
+    bounds, it goes to the exact engine (the only one that does) and says so."""
+    (tmp_path / "rows.csv").write_text("id\n1\n2\n3\n4\n", encoding="utf-8")
+    release = tmp_path / "noisy.yaml"
+    release.write_text("""version: 1
+public: rows.csv
+columns:
+  id: {type: integer, known: true}
+  x: {type: integer, min: 0, max: 3}
+statistics:
+  - {id: a, sql: "SELECT SUM(x) FROM t WHERE id <= 2", value: 3}
+  - {id: b, sql: "SELECT SUM(x) FROM t WHERE id >= 2", value: 4.2, noise: {laplace: 0.5}}
+""", encoding="utf-8")
+    code, out, err = run_cli("reconstruct", release, "--json")
+    assert code in (0, 3), err
+    assert json.loads(out)["route"]["engine"] == "linear"
+    code, out, err = run_cli("reconstruct", release, "--json", "--noise-as-bounds", "2")
+    assert code in (0, 3), err
+    data = json.loads(out)
+    assert data["route"]["engine"] == "exact" and "--noise-mode bounds" in data["route"]["reason"]
+    assert data["noise"]["mode"] == "bounds"
+    code, _, err = run_cli("reconstruct", release, "--method", "lp-l1", "--noise-mode", "ml")
+    assert code == 1 and "applies to the exact engine" in err

@@ -516,6 +516,8 @@ def answer_holds(stat: Stat, fields: dict[str, Any], matched: list[Row], max_cou
     value = Fraction(str(fields["value"]))
     if "error" in fields:
         return abs(true - value) <= Fraction(str(fields["error"]))
+    if "decimals" in fields:  # rounded to d places: the truth within half a unit of the last
+        return abs(true - value) <= Fraction(1, 2 * 10 ** int(fields["decimals"]))
     return true == value
 
 

@@ -24,12 +24,14 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    ProgressColumn,
     SpinnerColumn,
     TaskID,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+from rich.text import Text
 
 from statrecon.report import safe_text
 from statrecon.runs.progress import Progress as RunProgress
@@ -79,6 +81,7 @@ class PlainProgress:
         self.completed = 0.0
         self.count = 0
         self.label = ""
+        self.deadline: float | None = None  # on time.monotonic(): shown as time left
         self.start = time.monotonic()
         self.printed = 0
         self._stop = threading.Event()
@@ -106,6 +109,8 @@ class PlainProgress:
                 self.count = int(fields["count"])
             if "label" in fields:
                 self.label = str(fields["label"])
+            if "deadline" in fields:
+                self.deadline = fields["deadline"]
 
     def line(self) -> str:
         """``12/50 blocks, 3,456 claims, 00:42 elapsed``."""
@@ -118,10 +123,13 @@ class PlainProgress:
                 parts.append(f"{done:,} {self.items}")
             if self.counted:
                 parts.append(f"{self.count:,} {self.counted}")
-            label = self.label
+            label = safe_text(self.label)
+            if self.deadline is not None:
+                left = f"{elapsed_text(max(0.0, self.deadline - time.monotonic()))} left"
+                label = f"{label}, {left}" if label else left
         parts.append(f"{elapsed_text(time.monotonic() - self.start)} elapsed")
         head = f"{safe_text(self.title)}: " if self.title else ""
-        return head + ", ".join(parts) + (f" ({safe_text(label)})" if label else "")
+        return head + ", ".join(parts) + (f" ({label})" if label else "")
 
     def _write(self) -> None:
         try:
@@ -227,3 +235,65 @@ def activity(description: str, *, quiet: bool) -> Iterator[None]:
                   console=err, transient=True) as bar:
         bar.add_task(description, total=None)
         yield
+
+
+def exact_phase(progress: Any) -> str:
+    """An exact engine's ``ExactProgress`` in words: 'enumerating: 12 datasets found'."""
+    phase = progress.phase
+    if phase == "building":
+        return "building the model"
+    if phase == "enumerating":
+        return f"enumerating: {progress.found:,} datasets found"
+    if phase.startswith("proving"):
+        what = {"proving rows": "certain rows", "proving values": "possible values",
+                "proving cells": "certain cells"}.get(phase, phase)
+        total = "" if progress.total is None else f" of {progress.total:,}"
+        return f"proving {what}: {progress.done:,}{total}"
+    if phase == "optimising":
+        return f"maximising the likelihood: {progress.found:,} improving datasets"
+    if phase == "explaining":
+        return "explaining the conflict"
+    return str(phase)
+
+
+class _TimeLeft(ProgressColumn):
+    """Seconds before the time limit, from the task's ``deadline`` field (monotonic)."""
+
+    def render(self, task: Any) -> Text:
+        end = task.fields.get("deadline")
+        if end is None:
+            return Text("")
+        return Text(f"{elapsed_text(max(0.0, end - time.monotonic()))} left", style="cyan")
+
+
+@contextmanager
+def exact_progress(description: str, *, quiet: bool) -> Iterator[Callable[[Any], None]]:
+    """A long reconstruction: the phase of an exact search (building, enumerating with the
+    datasets found so far, proving k of m, ...) and the time left before its limit; a spinner
+    on a terminal, plain lines elsewhere (``--json`` into a pipe too), nothing with --quiet.
+    Yields the callback for ``ExactOptions.on_progress`` (called from solver threads)."""
+    err = Console(stderr=True)
+    if quiet:
+        yield lambda progress: None
+        return
+
+    def fields(progress: Any) -> dict[str, Any]:
+        left = progress.left
+        return {"label": exact_phase(progress),
+                "deadline": None if left is None else time.monotonic() + left}
+
+    if not err.is_terminal:
+        plain = PlainProgress(err.file, "", title=description.rstrip("…"))
+        with plain:
+            yield lambda progress: plain.update(TaskID(0), **fields(progress))
+        return
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                  _TimeLeft(), console=err, transient=True) as bar:
+        task = bar.add_task(escape(description), total=None, deadline=None)
+
+        def update(progress: Any) -> None:
+            f = fields(progress)
+            bar.update(task, description=f"{escape(description)} [dim]"
+                       f"({escape(safe_text(f['label']))})[/]", deadline=f["deadline"])
+
+        yield update

@@ -6,30 +6,61 @@ existence, INFEASIBLE for impossibility. A time limit gives ``unknown``, never a
 
 from __future__ import annotations
 
+import math
 import time
 from collections import Counter
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any, Literal
 
 from ortools.sat.python import cp_model
 
 from statrecon.engines.cpsat import Deadline, OutOfTime, found, new_solver
 from statrecon.engines.record_model import (
     DEFAULT_MAX_MODEL_SIZE,
+    NoiseMode,
+    NoisePolicy,
     RecordModel,
     check_model_size,
+    noise_within,
     row_count_bounds,
 )
 from statrecon.release.known import KnownData
 from statrecon.release.model import Release
 from statrecon.release.schema import ColumnType
 from statrecon.release.statistic import Noisy
-from statrecon.result import CertainCell, CertainRow, ReconstructionResult, Row, Status
+from statrecon.result import (
+    CertainCell,
+    CertainRow,
+    NoiseUse,
+    ReconstructionResult,
+    Row,
+    Status,
+)
 
 Dataset = tuple[tuple[int, ...], ...]
 
 
 DEFAULT_TIME_LIMIT = 300.0  # seconds; past it the answer is "unknown", never a guess
+
+Phase = Literal["building", "enumerating", "proving rows", "proving values", "proving cells",
+                "explaining", "optimising"]
+
+
+@dataclass(frozen=True)
+class ExactProgress:
+    """Where a long exact search stands, for a progress display (the engine prints nothing).
+
+    ``phase``: building the model, enumerating datasets (``found`` so far), proving certain
+    rows/values/cells (``done`` of ``total``), explaining an infeasibility, or optimising the
+    likelihood (``found`` improving datasets). ``left``: seconds before the time limit (None:
+    no limit)."""
+
+    phase: Phase
+    done: int = 0
+    total: int | None = None
+    found: int = 0
+    left: float | None = None
 
 
 @dataclass(frozen=True)
@@ -42,6 +73,10 @@ class ExactOptions:
     ``symmetry_breaking`` orders interchangeable rows so each dataset is found once
     (switch off only to measure what it saves). ``max_model_size`` refuses, before building,
     a model estimated over that many terms (None: no limit; see ``check_model_size``).
+    ``noise_mode`` says what noisy answers do (``ignore``; ``bounds``: value ± ``noise_k``
+    standard deviations, claims conditional on that event; ``ml``: a most likely dataset).
+    ``on_progress`` is called with an ``ExactProgress`` as the search goes on (from the
+    solver's thread too: keep it quick).
     """
 
     limit: int = 10_000
@@ -51,6 +86,19 @@ class ExactOptions:
     workers: int = 1
     seed: int = 0
     max_model_size: int | None = DEFAULT_MAX_MODEL_SIZE
+    noise_mode: NoiseMode = "ignore"
+    noise_k: float | None = None
+    on_progress: Callable[[ExactProgress], None] | None = None
+
+    @property
+    def noise(self) -> NoisePolicy:
+        return NoisePolicy(self.noise_mode, self.noise_k)
+
+
+def _tell(options: ExactOptions, deadline: Deadline, phase: Phase, done: int = 0,
+          total: int | None = None, found: int = 0) -> None:
+    if options.on_progress is not None:
+        options.on_progress(ExactProgress(phase, done, total, found, deadline.left()))
 
 
 # Enumeration keeps at most this many rows of datasets in memory (each row a tuple: about
@@ -67,7 +115,7 @@ def _model(release: Release, known: KnownData, options: ExactOptions, deadline: 
     """Build the record model; raises OutOfTime when the deadline passes meanwhile."""
     deadline.check()
     return RecordModel(release, known, symmetry_breaking=options.symmetry_breaking,
-                       switches=switches, check=deadline.check)
+                       switches=switches, check=deadline.check, noise=options.noise)
 
 
 def _solver(options: ExactOptions, deadline: Deadline, workers: int | None = None
@@ -79,10 +127,12 @@ def _solver(options: ExactOptions, deadline: Deadline, workers: int | None = Non
 class _Collector(cp_model.CpSolverSolutionCallback):
     """Keeps distinct datasets; stops at ``limit`` of them or MAX_ROWS_KEPT rows in all."""
 
-    def __init__(self, rm: RecordModel, limit: int) -> None:
+    def __init__(self, rm: RecordModel, limit: int,
+                 tell: Callable[[int], None] | None = None) -> None:
         super().__init__()
         self.rm = rm
         self.limit = limit
+        self.tell = tell
         self.found: dict[Dataset, None] = {}
         self.rows = 0
         self.full = False
@@ -92,6 +142,8 @@ class _Collector(cp_model.CpSolverSolutionCallback):
         if dataset not in self.found:
             self.found[dataset] = None
             self.rows += len(dataset)
+            if self.tell is not None:
+                self.tell(len(self.found))
         if len(self.found) >= self.limit or self.rows >= MAX_ROWS_KEPT:
             self.full = True
             self.stop_search()
@@ -103,7 +155,7 @@ def enumerate_datasets(
     """All distinct datasets up to ``limit``: (datasets, complete, cp-sat status name)."""
     options = options or ExactOptions()
     deadline = Deadline.after(options.time_limit)
-    check_model_size(release, known, options.max_model_size)
+    check_model_size(release, known, options.max_model_size, options.noise)
     try:
         rm = _model(release, known, options, deadline)
     except OutOfTime:
@@ -118,7 +170,9 @@ def _enumerate(rm: RecordModel, options: ExactOptions, deadline: Deadline
     # Enumeration cannot use symmetries, and detecting them on a large model takes seconds
     # that no time limit interrupts.
     solver.parameters.symmetry_level = 0
-    collector = _Collector(rm, options.limit)
+    _tell(options, deadline, "enumerating")
+    collector = _Collector(rm, options.limit,
+                           lambda k: _tell(options, deadline, "enumerating", found=k))
     status = solver.solve(rm.model, collector)
     datasets = list(collector.found)
     complete = status in (cp_model.OPTIMAL, cp_model.INFEASIBLE) and not collector.full
@@ -128,29 +182,32 @@ def _enumerate(rm: RecordModel, options: ExactOptions, deadline: Deadline
 def reconstruct_exact(
     release: Release, known: KnownData, options: ExactOptions | None = None
 ) -> ReconstructionResult:
-    """Enumerate consistent datasets and prove what they all share."""
+    """Enumerate consistent datasets and prove what they all share (``ml`` noise mode: find a
+    most likely dataset instead, see ``reconstruct_ml``)."""
     options = options or ExactOptions()
+    if options.noise_mode == "ml":
+        return reconstruct_ml(release, known, options)
     started = time.monotonic()
     deadline = Deadline.after(options.time_limit)
-    check_model_size(release, known, options.max_model_size)
+    check_model_size(release, known, options.max_model_size, options.noise)
+    noise = _noise_use(release, options)
+    _tell(options, deadline, "building")
     try:
         rm = _model(release, known, options, deadline)
     except OutOfTime:  # the time limit covers building the model too
-        bounds = row_count_bounds(release, known)
-        return ReconstructionResult(
-            status="unknown", columns=tuple(c.name for c in release.schema.columns),
-            ignored=[s.id for s in release.statistics if isinstance(s.answer, Noisy)],
-            records=(bounds.low, bounds.high), elapsed_s=time.monotonic() - started)
+        return _out_of_time(release, known, options, noise, started)
     columns = tuple(c.name for c in rm.columns)
     datasets, complete, status_name = _enumerate(rm, options, deadline)
     base: dict[str, Any] = {
         "columns": columns,
         "ignored": list(rm.ignored),
         "records": (rm.bounds.low, rm.bounds.high),
+        "noise": noise,
     }
 
     if not datasets:
         if status_name == "INFEASIBLE":
+            _tell(options, deadline, "explaining")
             conflict, minimal = explain_infeasibility(release, known, options, deadline)
             return ReconstructionResult(
                 status="infeasible", complete=True, conflict=conflict, conflict_minimal=minimal,
@@ -193,6 +250,90 @@ def reconstruct_exact(
         elapsed_s=time.monotonic() - started,
         **base,
     )
+
+
+def _noisy(release: Release) -> list[Noisy]:
+    return [s.answer for s in release.statistics if isinstance(s.answer, Noisy)]
+
+
+def _noise_use(release: Release, options: ExactOptions) -> NoiseUse:
+    """The noise record of a result: which statistics are noisy and, under ``bounds``, the
+    probability of the event the claims rest on (independent noises)."""
+    ids = tuple(s.id for s in release.statistics if isinstance(s.answer, Noisy))
+    if options.noise_mode != "bounds":
+        return NoiseUse(options.noise_mode, ids)
+    assert options.noise_k is not None
+    chance = math.prod(noise_within(a, options.noise_k) for a in _noisy(release))
+    return NoiseUse("bounds", ids, options.noise_k, chance)
+
+
+def _out_of_time(release: Release, known: KnownData, options: ExactOptions, noise: NoiseUse,
+                 started: float) -> ReconstructionResult:
+    """Unknown: the time limit passed while the model was being built."""
+    bounds = row_count_bounds(release, known, options.noise)
+    ignored = list(noise.statistics) if noise.mode == "ignore" else []
+    return ReconstructionResult(
+        status="unknown", columns=tuple(c.name for c in release.schema.columns),
+        ignored=ignored, records=(bounds.low, bounds.high), noise=noise,
+        elapsed_s=time.monotonic() - started)
+
+
+class _Improving(cp_model.CpSolverSolutionCallback):
+    """Counts the improving datasets of an optimisation, for progress."""
+
+    def __init__(self, tell: Callable[[int], None]) -> None:
+        super().__init__()
+        self.tell = tell
+        self.count = 0
+
+    def on_solution_callback(self) -> None:
+        self.count += 1
+        self.tell(self.count)
+
+
+def reconstruct_ml(release: Release, known: KnownData, options: ExactOptions
+                   ) -> ReconstructionResult:
+    """A most likely dataset: exact statistics (and uniform noise, bounded) as constraints,
+    the other noisy answers weighed by their likelihood (``RecordModel._likelihood``).
+
+    Status ``estimated`` when CP-SAT proved the objective optimal (no dataset is more likely;
+    another may be as likely), ``unknown`` on a time limit (the best dataset found is still
+    shown), ``infeasible`` when the constraints alone cannot hold. Nothing here is called
+    unique or certain: the noise could have been anything."""
+    started = time.monotonic()
+    deadline = Deadline.after(options.time_limit)
+    check_model_size(release, known, options.max_model_size, options.noise)
+    noise = _noise_use(release, options)
+    _tell(options, deadline, "building")
+    try:
+        rm = _model(release, known, options, deadline)
+    except OutOfTime:
+        return _out_of_time(release, known, options, noise, started)
+    base: dict[str, Any] = {"columns": tuple(c.name for c in rm.columns), "ignored": [],
+                            "records": (rm.bounds.low, rm.bounds.high)}
+    if rm.objective is not None:
+        rm.model.minimize(rm.objective.expr)
+    solver = _solver(options, deadline)
+    _tell(options, deadline, "optimising")
+    status = solver.solve(rm.model, _Improving(
+        lambda k: _tell(options, deadline, "optimising", found=k)))
+    if status == cp_model.INFEASIBLE:
+        _tell(options, deadline, "explaining")
+        conflict, minimal = explain_infeasibility(release, known, options, deadline)
+        return ReconstructionResult(
+            status="infeasible", complete=True, conflict=conflict, conflict_minimal=minimal,
+            certain_complete=True, noise=noise, elapsed_s=time.monotonic() - started, **base)
+    if not found(status):
+        return ReconstructionResult(status="unknown", noise=noise,
+                                    elapsed_s=time.monotonic() - started, **base)
+    optimal = status == cp_model.OPTIMAL
+    scale = rm.objective.scale if rm.objective is not None else 1.0
+    noise = replace(noise, objective=solver.objective_value / scale,
+                    objective_bound=solver.best_objective_bound / scale, optimal=optimal)
+    return ReconstructionResult(
+        status="estimated" if optimal else "unknown", solution_count=1,
+        solutions=[_decode(rm.dataset(solver.value), rm)], noise=noise,
+        elapsed_s=time.monotonic() - started, **base)
 
 
 def _decode_row(t: tuple[int, ...], rm: RecordModel) -> Row:
@@ -241,9 +382,13 @@ def _prove_cells(
     """Prove each cell that agreed in every found dataset: is any other value possible?"""
     proven = True
     out = dict(cells)
+    todo = sum(1 for vs in cells.values() if len(vs) == 1)
+    done = 0
     for (r, name), vs in sorted(cells.items()):
         if len(vs) != 1:
             continue
+        _tell(options, deadline, "proving cells", done, todo)
+        done += 1
         try:
             rm = _model(release, known, options, deadline)
         except OutOfTime:
@@ -288,7 +433,9 @@ def _prove_certain(
     values, by solver proofs, when enumeration did not finish."""
     proven = True
     certain: Counter[tuple[int, ...]] = Counter()
-    for t, k in sorted(_intersection(datasets).items()):
+    common = sorted(_intersection(datasets).items())
+    for i, (t, k) in enumerate(common):
+        _tell(options, deadline, "proving rows", i, len(common))
         try:
             rm = _model(release, known, options, deadline)
         except OutOfTime:
@@ -307,7 +454,8 @@ def _prove_certain(
             proven = False
     values = _values_seen(datasets, rm0)
     ranges: dict[str, tuple[int, int]] = {}
-    for name in values:
+    for i, name in enumerate(values):
+        _tell(options, deadline, "proving values", i, len(values))
         lo, hi = rm0._domain(release.schema.column(name))
         if hi - lo + 1 <= MAX_VALUES_PROVEN:
             proven = _prove_values(release, known, options, deadline, name, values) and proven
@@ -417,7 +565,7 @@ def explain_infeasibility(
     """
     options = options or ExactOptions()
     deadline = deadline or Deadline.after(options.time_limit)
-    check_model_size(release, known, options.max_model_size)
+    check_model_size(release, known, options.max_model_size, options.noise)
     try:
         rm = _model(release, known, options, deadline, switches=True)
     except OutOfTime:

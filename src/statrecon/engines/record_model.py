@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, Literal
 
 from ortools.sat.python import cp_model
 
@@ -34,6 +34,7 @@ from statrecon.release.predicate import (
 from statrecon.release.schema import Column, ColumnType
 from statrecon.release.statistic import (
     Aggregate,
+    Answer,
     Bounded,
     Empty,
     Exact,
@@ -47,6 +48,91 @@ Value = Any  # a CP-SAT IntVar, or an int constant
 RECORDS = "records"
 _RADIX_LIMIT = 2**52
 
+# What the exact engine does with a noisy answer: leave it out; read it as the interval of
+# K standard deviations around it (sound for the event that the noise is that small); or
+# weigh the dataset by its likelihood (maximum likelihood, an estimate).
+NoiseMode = Literal["ignore", "bounds", "ml"]
+NOISE_MODES: tuple[NoiseMode, ...] = ("ignore", "bounds", "ml")
+
+
+@dataclass(frozen=True)
+class NoisePolicy:
+    """How noisy answers enter the model: ``mode`` and, for ``bounds``, ``k`` (standard
+    deviations of half-width)."""
+
+    mode: NoiseMode = "ignore"
+    k: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.mode == "bounds" and not (self.k is not None and math.isfinite(self.k)
+                                          and self.k > 0):
+            raise StatreconError(f"noise as bounds needs a positive number of standard "
+                                 f"deviations, got {self.k}")
+
+
+def noise_kind(ans: Noisy) -> tuple[str, float]:
+    """The (kind, scale) of a noisy answer's distribution."""
+    (kind, scale), = ans.distribution.items()
+    return kind, float(scale)
+
+
+def noise_sd(ans: Noisy) -> float:
+    """The standard deviation of a noisy answer's noise, from its scale parameter.
+
+    gaussian σ: σ. laplace b (density ∝ exp(-|x|/b)): √2·b. geometric b, the two-sided
+    geometric (discrete Laplace) with P(k) ∝ exp(-|k|/b), i.e. α = e^(-1/b): √(2α)/(1-α)
+    (≈ √2·b for large b). uniform w (uniform on [-w, w]): w/√3.
+
+    >>> round(noise_sd(Noisy(Fraction(0), {"laplace": 1.0})), 6)
+    1.414214
+    >>> round(noise_sd(Noisy(Fraction(0), {"geometric": 1.0})), 6)
+    1.356962
+    """
+    kind, scale = noise_kind(ans)
+    if kind == "gaussian":
+        return scale
+    if kind == "laplace":
+        return math.sqrt(2) * scale
+    if kind == "geometric":
+        alpha = math.exp(-1 / scale)
+        return math.sqrt(2 * alpha) / (1 - alpha)
+    if kind == "uniform":
+        return scale / math.sqrt(3)
+    raise StatreconError(f"unknown noise distribution '{kind}'")
+
+
+def noise_half_width(ans: Noisy, k: float) -> Fraction:
+    """Half-width of the interval ``value ± k sd`` (rounded outwards); for uniform noise at
+    most its bound w, which holds with probability 1."""
+    kind, scale = noise_kind(ans)
+    if kind == "uniform" and Fraction(k) ** 2 >= 3:
+        return Fraction(scale)
+    if kind == "gaussian":
+        return Fraction(k) * Fraction(scale)  # exact: no rounding to widen
+    return Fraction(math.nextafter(k * noise_sd(ans), math.inf))
+
+
+def noise_within(ans: Noisy, k: float) -> float:
+    """Probability that this answer's noise lies within ``noise_half_width``."""
+    kind, scale = noise_kind(ans)
+    half = float(noise_half_width(ans, k))
+    if kind == "gaussian":
+        return math.erf(half / (scale * math.sqrt(2)))
+    if kind == "laplace":
+        return 1 - math.exp(-half / scale)
+    if kind == "geometric":  # integer noise: |X| <= floor(half)
+        alpha = math.exp(-1 / scale)
+        return 1 - 2 * alpha ** (math.floor(half) + 1) / (1 + alpha)
+    return min(1.0, half / scale)  # uniform on [-w, w]
+
+
+def _as_bounds(ans: Answer | None, policy: NoisePolicy) -> Answer | None:
+    """A noisy answer read as an interval under ``bounds``; any other answer unchanged."""
+    if isinstance(ans, Noisy) and policy.mode == "bounds":
+        assert policy.k is not None
+        return Bounded(ans.value, noise_half_width(ans, policy.k))
+    return ans
+
 
 @dataclass(frozen=True)
 class Bounds:
@@ -57,8 +143,10 @@ class Bounds:
     source: tuple[str, ...] = ()
 
 
-def row_count_bounds(release: Release, known: KnownData) -> Bounds:
-    """How many rows the hidden table can have: public table, records, or a COUNT(*)."""
+def row_count_bounds(release: Release, known: KnownData,
+                     noise: NoisePolicy | None = None) -> Bounds:
+    """How many rows the hidden table can have: public table, records, or a COUNT(*) (a
+    noisy one too when its noise is read as bounds)."""
     if known.public is not None:
         return Bounds(known.public.rows, known.public.rows, ("public table",))
     if release.records is not None:
@@ -66,7 +154,7 @@ def row_count_bounds(release: Release, known: KnownData) -> Bounds:
     low, high, source = 0, None, []
     for s in release.statistics:
         if s.query.aggregate is Aggregate.COUNT and s.query.where == Const(True):
-            ans = s.answer
+            ans = _as_bounds(s.answer, noise or NoisePolicy())
             if isinstance(ans, Exact):
                 lo_f = hi_f = ans.value
             elif isinstance(ans, Bounded):
@@ -99,14 +187,17 @@ class ModelSize:
     terms: int  # rows x (row variables + literals of constraints and statistics per row)
 
 
-def model_size(release: Release, known: KnownData) -> ModelSize:
+def model_size(release: Release, known: KnownData,
+               noise: NoisePolicy | None = None) -> ModelSize:
     """Estimate the model before building it: a huge COUNT or many rows must not build."""
-    rows = row_count_bounds(release, known).high
+    noise = noise or NoisePolicy()
+    rows = row_count_bounds(release, known, noise).high
     per_row = sum(2 + (len(c.values) if c.is_categorical else 0) for c in release.schema.unknown)
     nodes: set[Predicate] = set()  # literals are built once per row and predicate (cached)
     for c in release.constraints:
         _collect(c.predicate, nodes)
-    live = [s for s in release.statistics if not isinstance(s.answer, Noisy)]
+    live = [s for s in release.statistics
+            if noise.mode != "ignore" or not isinstance(s.answer, Noisy)]
     for s in live:
         _collect(s.query.where, nodes)
     per_row += sum(_node_terms(p) for p in nodes) + len(release.constraints)
@@ -115,11 +206,12 @@ def model_size(release: Release, known: KnownData) -> ModelSize:
                      rows * max(per_row, 1))
 
 
-def check_model_size(release: Release, known: KnownData, limit: int | None) -> None:
+def check_model_size(release: Release, known: KnownData, limit: int | None,
+                     noise: NoisePolicy | None = None) -> None:
     """One clear error, before anything is built, when the model would be over ``limit``."""
     if limit is None:
         return
-    size = model_size(release, known)
+    size = model_size(release, known, noise)
     if size.terms <= limit:
         return
     raise StatreconError(
@@ -181,6 +273,7 @@ class RecordModel:
         symmetry_breaking: bool = True,
         switches: bool = False,
         check: Callable[[], None] | None = None,
+        noise: NoisePolicy | None = None,
     ) -> None:
         for col in release.schema.unknown:
             if not (col.is_integer or col.is_categorical):
@@ -193,7 +286,8 @@ class RecordModel:
         self.model = cp_model.CpModel()
         self.columns: tuple[Column, ...] = release.schema.columns
         self.unknown: tuple[Column, ...] = release.schema.unknown
-        self.bounds = row_count_bounds(release, known)
+        self.noise = noise or NoisePolicy()
+        self.bounds = row_count_bounds(release, known, self.noise)
         self.n = self.bounds.high
         self.switches: dict[str, Any] = {}
         self._use_switches = switches
@@ -201,6 +295,8 @@ class RecordModel:
         self._false = self.model.new_bool_var("false")
         self.model.add(self._false == 0)
         self.ignored: list[str] = []
+        self.noisy: list[str] = []  # noisy statistics the model uses (as bounds or weighed)
+        self.soft: list[tuple[Statistic, Noisy]] = []  # weighed by their likelihood (ml)
         self._domains: dict[int, tuple[int, int]] = {}
         self._check = check or (lambda: None)
         self._rows()
@@ -214,6 +310,7 @@ class RecordModel:
         for s in release.statistics:
             self._check()
             self._statistic(s)
+        self.objective = self._likelihood() if self.soft else None
 
     # --- rows ---------------------------------------------------------------------------
     def _rows(self) -> None:
@@ -430,14 +527,28 @@ class RecordModel:
 
     # --- statistics ---------------------------------------------------------------------
     def _published(self, s: Statistic) -> Exact | Bounded | Suppressed | Empty | None:
-        """The answer to model; None for a noisy one (recorded as ignored)."""
+        """The answer to model as a constraint; None for a noisy one that is ignored or, in
+        ml mode, weighed by its likelihood (``soft``). Uniform noise is bounded (±w holds
+        with probability 1), so ml mode keeps it as a constraint."""
         ans = s.answer
         if ans is None:
             raise StatreconError(f"{s.where_text} has no published value (run statrecon tabulate)")
-        if isinstance(ans, Noisy):
+        if not isinstance(ans, Noisy):
+            return ans
+        mode = self.noise.mode
+        if mode == "ignore":
             self.ignored.append(s.id)
             return None
-        return ans
+        self.noisy.append(s.id)
+        if mode == "bounds":
+            out = _as_bounds(ans, self.noise)
+            assert isinstance(out, Bounded)
+            return out
+        kind, scale = noise_kind(ans)
+        if kind == "uniform":
+            return Bounded(ans.value, Fraction(scale))
+        self.soft.append((s, ans))
+        return None
 
     def _statistic(self, s: Statistic) -> None:
         ans = self._published(s)
@@ -601,6 +712,72 @@ class RecordModel:
             return
         self.model.add_bool_or(live).only_enforce_if(enf)
 
+    # --- likelihood (ml mode) -------------------------------------------------------------
+    def _likelihood(self) -> Likelihood:
+        """The negative log-likelihood of the soft (noisy) statistics, as an integer CP-SAT
+        objective: laplace and geometric noise cost |dev|/b, gaussian dev²/(2σ²), with dev the
+        published minus the dataset's answer. Weights are scaled to integers (``scale``), with
+        six significant digits while the objective stays below 2^53 (exact in a float)."""
+        terms = [self._deviation(s, ans) for s, ans in self.soft]
+        top = max(c for c, _, _ in terms)
+        scale = 1e6 / top
+        while True:
+            weights = [max(1, round(c * scale)) for c, _, _ in terms]
+            if sum(w * most for w, (_, _, most) in zip(weights, terms, strict=True)) < 2**53:
+                break
+            scale /= 10
+            if scale * top < 1:
+                s = self.soft[0][0]
+                raise StatreconError(
+                    f"{s.where_text}: the answers are too wide for maximum likelihood (the "
+                    "objective would overflow); use --noise-mode bounds", statistic=s.id)
+        expr = sum(w * cost for w, (_, cost, _) in zip(weights, terms, strict=True))
+        return Likelihood(expr, scale, tuple(weights))
+
+    def _deviation(self, s: Statistic, ans: Noisy) -> tuple[float, Any, int]:
+        """(cost per unit, cost variable, largest cost) of one soft statistic."""
+        expr, lo, hi = self._answer_expr(s)
+        p, q = ans.value.numerator, ans.value.denominator
+        most = max(abs(p - q * lo), abs(p - q * hi))  # |q·dev| can be no larger
+        m = self.model
+        t = m.new_int_var(-most, most, f"dev[{s.id}]")
+        m.add(t == p - q * expr)  # q·(published - answer)
+        kind, scale = noise_kind(ans)
+        if kind == "gaussian":
+            if most > 2**26:
+                raise StatreconError(f"{s.where_text}: its answer is too wide for maximum "
+                                     "likelihood; use --noise-mode bounds", statistic=s.id)
+            sq = m.new_int_var(0, most * most, "")
+            m.add_multiplication_equality(sq, [t, t])
+            return 1 / (2 * q * q * scale * scale), sq, most * most
+        a = m.new_int_var(0, most, "")
+        m.add_abs_equality(a, t)
+        return 1 / (q * scale), a, most  # laplace, geometric: -log P = |dev|/b + constant
+
+    def _answer_expr(self, s: Statistic) -> tuple[Any, int, int]:
+        """(expression, smallest, largest) of a COUNT, COUNT(DISTINCT) or SUM over the rows."""
+        q = s.query
+        matches = [self.match(r, q.where) for r in range(self.n)]
+        if q.aggregate is Aggregate.COUNT:
+            return sum(self._as_int(x) for x in matches), 0, self.n
+        if q.aggregate is Aggregate.COUNT_DISTINCT and self.known.public is not None:
+            assert q.column is not None
+            by_value: dict[Any, list[Lit]] = {}
+            for r, v in enumerate(self.known.public.columns[q.column]):
+                by_value.setdefault(v, []).append(matches[r])
+            return sum(self._as_int(self._disj(ls)) for ls in by_value.values()), 0, self.n
+        if q.aggregate is Aggregate.SUM and q.column is not None and (
+                self.release.schema.column(q.column).type is not ColumnType.REAL):
+            items = [self._masked(r, q.column, matches[r]) for r in range(self.n)]
+            cells = [self.x[r][q.column] for r in range(self.n)]
+            lo = sum(min(0, self._lo(v)) for v in cells)
+            hi = sum(max(0, self._hi(v)) for v in cells)
+            return sum(items), int(lo), int(hi)
+        raise StatreconError(
+            f"{s.where_text}: maximum likelihood weighs noisy COUNT and SUM statistics over "
+            f"integer columns; a noisy {q.aggregate.value.upper()} needs --noise-mode bounds",
+            statistic=s.id)
+
     # --- reading solutions --------------------------------------------------------------
     def dataset(self, value_of: Any) -> tuple[tuple[int, ...], ...]:
         """The solution as a canonical multiset: sorted tuples of encoded values, present rows."""
@@ -614,6 +791,16 @@ class RecordModel:
                 for v in (self.x[r][c.name] for c in self.columns)
             ))
         return tuple(sorted(rows))
+
+
+@dataclass(frozen=True)
+class Likelihood:
+    """The ml objective: ``expr / scale`` is the negative log-likelihood of the noisy answers
+    (up to a constant), with the integer ``weights`` of the soft statistics."""
+
+    expr: Any
+    scale: float
+    weights: tuple[int, ...]
 
 
 def _number(v: Fraction | bool) -> Fraction:

@@ -9,14 +9,24 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+    field_validator,
+)
 
 from statrecon.db import check_identifier
 from statrecon.errors import ReleaseError, StatreconError
 from statrecon.outputs import dump_yaml, write_atomically
+from statrecon.release.columnar import read_rows
+from statrecon.release.columnar import where as columnar_where
 from statrecon.release.model import Constraint, RecordCount, Release, SuppressionRule
 from statrecon.release.schema import Column, ColumnType, Schema
-from statrecon.release.sql import parse_predicate, parse_query
+from statrecon.release.sql import QueryParser, parse_predicate
 from statrecon.release.statistic import (
     Aggregate,
     Answer,
@@ -28,6 +38,10 @@ from statrecon.release.statistic import (
     Suppressed,
     fraction_of,
     number_out,
+    number_text,
+    parse_rational,
+    rounded_decimals,
+    rounding,
 )
 
 Number = int | float
@@ -77,8 +91,10 @@ class SuppressionSpec(_Strict):
 class StatisticSpec(_Strict):
     id: StrictStr
     sql: StrictStr
-    value: Number | None = None
-    error: Number | None = Field(default=None, ge=0)
+    # a number, or text: an exact fraction "565981/6" or a decimal "12.50"
+    value: Number | StrictStr | None = None
+    error: Number | StrictStr | None = None
+    decimals: StrictInt | None = None
     suppressed: bool = False
     noise: dict[str, float] | None = None
 
@@ -98,6 +114,9 @@ class StatisticSpec(_Strict):
     @field_validator("value", "error", mode="after")
     @classmethod
     def _finite_number(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            parse_rational(v)  # a ValueError names what is wrong with the text
+            return v
         return _finite(v)  # after: pydantic turns the text '1e99999' into inf
 
     @field_validator("noise", mode="after")
@@ -133,6 +152,8 @@ class ReleaseSpec(_Strict):
         return v
 
     public: StrictStr | None = None
+    # statistics as a CSV or Parquet table in the release file's folder (release/columnar.py)
+    statistics_file: StrictStr | None = None
     columns: dict[str, ColumnSpec]
     constraints: list[StrictStr] = []
     suppression: SuppressionSpec | None = None
@@ -271,7 +292,7 @@ def _describe_loc(loc: tuple[Any, ...], data: dict[str, Any]) -> str:
 
 def _is_union_tag(part: Any) -> bool:
     """Parts pydantic adds to a location for union members and validators (not YAML keys)."""
-    return str(part) in ("int", "float", "RangeSpec") or str(part).startswith("function-")
+    return str(part) in ("int", "float", "str", "RangeSpec") or str(part).startswith("function-")
 
 
 def _describe_error(err: Any) -> str:
@@ -307,7 +328,7 @@ def _build(spec: ReleaseSpec, lines: _Lines, where: str, source: Path | None) ->
     records = _records(spec, at)
     suppression = _suppression(spec, at)
     constraints = _constraints(spec, schema, at)
-    statistics = _statistics(spec, schema, suppression, at)
+    statistics = _statistics(spec, schema, suppression, at, source)
 
     public, refusal = None, None
     if spec.public is not None:
@@ -404,26 +425,74 @@ def _constraints(spec: ReleaseSpec, schema: Schema, at: _Locator) -> list[Constr
     return constraints
 
 
+@dataclass
+class _StatisticReader:
+    """Builds statistics from checked fields, YAML or columnar alike: one parser (one parse
+    per SQL shape), one set of ids."""
+
+    schema: Schema
+    suppression: SuppressionRule | None
+    parser: QueryParser
+    seen: set[str]
+
+    def build(self, s: StatisticSpec, line: int | None) -> Statistic:
+        """One statistic; ReleaseError (without a place: the caller adds it) on any mistake."""
+        if s.id in self.seen:
+            raise ReleaseError("id used twice")
+        self.seen.add(s.id)
+        query = self.parser.parse(s.sql)
+        statistic = Statistic(s.id, s.sql, query, _answer(s, self.suppression), line)
+        _check_answer(statistic, self.schema)
+        return statistic
+
+
 def _statistics(spec: ReleaseSpec, schema: Schema, suppression: SuppressionRule | None,
-                at: _Locator) -> list[Statistic]:
-    """Every statistic parsed and its answer checked; ids are unique."""
+                at: _Locator, source: Path | None) -> list[Statistic]:
+    """Every statistic parsed and its answer checked; ids are unique across the YAML list and
+    the ``statistics_file``."""
+    reader = _StatisticReader(schema, suppression, QueryParser(schema), set())
     statistics: list[Statistic] = []
-    seen: set[str] = set()
     for i, s in enumerate(spec.statistics):
         stat_loc: tuple[str, int] = ("statistics", i)
-        label = f"statistic '{s.id}'"
-        if s.id in seen:
-            raise at.fail(stat_loc, f"{label}: id used twice")
-        seen.add(s.id)
         try:
-            query = parse_query(s.sql, schema)
-            answer = _answer(s, suppression)
-            statistic = Statistic(s.id, s.sql, query, answer, at.lines.line(stat_loc))
-            _check_answer(statistic, schema)
+            statistics.append(reader.build(s, at.lines.line(stat_loc)))
         except ReleaseError as e:
-            raise at.fail(stat_loc, f"{label}: {e}") from None
-        statistics.append(statistic)
+            raise at.fail(stat_loc, f"statistic '{s.id}': {e}") from None
+    if spec.statistics_file is not None:
+        path = _statistics_path(spec.statistics_file, source, at)
+        statistics.extend(_file_statistics(path, reader))
     return statistics
+
+
+def _statistics_path(text: str, source: Path | None, at: _Locator) -> Path:
+    """The ``statistics_file``, which must lie in the release file's folder (as ``public:``,
+    but with no command-line way around it)."""
+    where = f"{at.where}:{at.lines.line(('statistics_file',))}"
+    target, refusal = _public_path(text, source, where)
+    if refusal is not None:
+        raise ReleaseError(refusal.replace("public:", "statistics_file:").split("; give")[0])
+    if not target.is_file():
+        raise ReleaseError(f"{where}: statistics_file: {text[:80]!r}: no such file")
+    return target
+
+
+def _file_statistics(path: Path, reader: _StatisticReader) -> list[Statistic]:
+    """The rows of a columnar statistics file, each checked as a YAML statistic is."""
+    out: list[Statistic] = []
+    for row, fields in read_rows(path):
+        try:
+            spec = StatisticSpec.model_validate(fields)
+        except ValidationError as e:
+            err = e.errors()[0]
+            loc = [str(p) for p in err["loc"] if not _is_union_tag(p)]
+            raise ReleaseError(f"{columnar_where(path, row, loc[0] if loc else None)}: "
+                               f"{_describe_error(err)}") from None
+        try:
+            out.append(reader.build(spec, None))
+        except ReleaseError as e:
+            raise ReleaseError(f"{columnar_where(path, row)}: statistic '{spec.id}': {e}"
+                               ) from None
+    return out
 
 
 def _public_path(text: str, source: Path | None, where: str) -> tuple[Path, str | None]:
@@ -446,26 +515,44 @@ def _public_path(text: str, source: Path | None, where: str) -> tuple[Path, str 
 
 
 def _answer(s: StatisticSpec, rule: SuppressionRule | None) -> Answer | None:
+    """The published answer a statistic's fields state (shared by YAML and columnar files)."""
     given = s.model_fields_set
+    qualifiers = s.error is not None or s.noise is not None or s.decimals is not None
     if s.suppressed:
-        if "value" in given or s.error is not None or s.noise is not None:
-            raise ReleaseError("a suppressed statistic has no value, error or noise")
+        if "value" in given or qualifiers:
+            raise ReleaseError("a suppressed statistic has no value, error, decimals or noise")
         if rule is None:
             raise ReleaseError("suppressed, but the release has no 'suppression' rule")
         return Suppressed(rule.min_count, rule.max_count)
     if "value" not in given:
-        if s.error is not None or s.noise is not None:
-            raise ReleaseError("'error'/'noise' given without a 'value'")
+        if qualifiers:
+            raise ReleaseError("'error'/'decimals'/'noise' given without a 'value'")
         return None
     if s.value is None:
-        if s.error is not None or s.noise is not None:
-            raise ReleaseError("a null value (empty group) takes no error or noise")
+        if qualifiers:
+            raise ReleaseError("a null value (empty group) takes no error, decimals or noise")
         return Empty()
-    value = fraction_of(s.value)
-    if s.error is not None and s.noise is not None:
-        raise ReleaseError("give either 'error' (a bound) or 'noise' (a distribution), not both")
+    return _valued(s, _number(s.value))
+
+
+def _valued(s: StatisticSpec, value: Fraction) -> Answer:
+    """A published number and how exact it is: exact, within ``error``, rounded to
+    ``decimals`` places, or with ``noise``; at most one of the three."""
+    stated = [k for k, v in (("error", s.error), ("decimals", s.decimals), ("noise", s.noise))
+              if v is not None]
+    if len(stated) > 1:
+        raise ReleaseError(f"give either 'error' (a bound), 'decimals' (rounding) or 'noise' "
+                           f"(a distribution), not {' and '.join(stated)}")
     if s.error is not None:
-        return Bounded(value, fraction_of(s.error))
+        error = _number(s.error)
+        if error < 0:
+            raise ReleaseError(f"error {number_out(error)} must be >= 0")
+        return Bounded(value, error)
+    if s.decimals is not None:
+        try:
+            return rounding(value, s.decimals)
+        except ValueError as e:
+            raise ReleaseError(str(e)) from None
     if s.noise is not None:
         bad = [k for k in s.noise if k not in NOISE_KINDS]
         if bad or len(s.noise) != 1:
@@ -474,6 +561,11 @@ def _answer(s: StatisticSpec, rule: SuppressionRule | None) -> Answer | None:
             )
         return Noisy(value, dict(s.noise))
     return Exact(value)
+
+
+def _number(v: int | float | str) -> Fraction:
+    """A checked published number (validated by StatisticSpec) as an exact rational."""
+    return parse_rational(v) if isinstance(v, str) else fraction_of(v)
 
 
 def _check_answer(stat: Statistic, schema: Schema) -> None:
@@ -514,10 +606,13 @@ def answer_fields(answer: Answer | None) -> dict[str, Any]:
     if isinstance(answer, Empty):
         return {"value": None}
     if isinstance(answer, Bounded):
-        return {"value": number_out(answer.value), "error": number_out(answer.error)}
+        decimals = rounded_decimals(answer)
+        if decimals is not None:  # the same bound, said the way numbers are published
+            return {"value": number_text(answer.value), "decimals": decimals}
+        return {"value": number_text(answer.value), "error": number_text(answer.error)}
     if isinstance(answer, Noisy):
-        return {"value": number_out(answer.value), "noise": answer.distribution}
-    return {"value": number_out(answer.value)}
+        return {"value": number_text(answer.value), "noise": answer.distribution}
+    return {"value": number_text(answer.value)}
 
 
 def write_filled_release(
@@ -527,7 +622,11 @@ def write_filled_release(
     suppression: SuppressionRule | None = None,
 ) -> None:
     """Copy a release file with the given answers filled in (and a suppression rule if set)."""
-    data = yaml.safe_load(source.read_text(encoding="utf-8"))
+    data = yaml.load(source.read_text(encoding="utf-8"), Loader=_YAML_LOADER)
+    if data.get("statistics_file"):
+        raise ReleaseError(f"{source}: its statistics are in statistics_file "
+                           f"{data['statistics_file']!r}; filling in answers is supported for "
+                           "statistics listed in the YAML only")
     if suppression is not None:
         rule: dict[str, int] = {"max_count": suppression.max_count}
         if suppression.min_count:
@@ -542,7 +641,7 @@ def write_filled_release(
     for entry in data.get("statistics") or []:
         sid = str(entry["id"])
         if sid in answers:
-            for key in ("value", "error", "noise", "suppressed"):
+            for key in ("value", "error", "decimals", "noise", "suppressed"):
                 entry.pop(key, None)
             entry.update(answer_fields(answers[sid]))
     text = dump_yaml(data)

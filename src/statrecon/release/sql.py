@@ -6,14 +6,19 @@ constraints) and which touch only known columns or constants (those stay SQL for
 
 from __future__ import annotations
 
+import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 import sqlglot
 from sqlglot import exp
+from sqlglot.dialects.duckdb import DuckDB
 from sqlglot.errors import ParseError, TokenError
+from sqlglot.generators.duckdb import DuckDBGenerator
 
 from statrecon.db import quote_identifier
 from statrecon.errors import ReleaseError
@@ -60,7 +65,12 @@ class SQLError(ReleaseError):
 
 def parse_query(sql: str, schema: Schema) -> Query:
     """Parse ``SELECT AGG(...) FROM table [WHERE ...]`` against a schema."""
-    tree = _parse(sql)
+    return _query_of(_parse(sql), sql, _Translator(schema))
+
+
+def _query_of(tree: exp.Expr, sql: str, translator: _Translator) -> Query:
+    """A parsed statement checked and translated (``translator`` renders its SQL parts)."""
+    schema = translator.schema
     if not isinstance(tree, exp.Select):
         raise SQLError(
             f"expected SELECT <aggregate> FROM <table> [WHERE ...], got: {sql.strip()[:60]}"
@@ -84,13 +94,19 @@ def parse_query(sql: str, schema: Schema) -> Query:
     aggregate, column = _aggregate(tree.expressions[0], schema)
     where = tree.args.get("where")
     with _deep_recursion():
-        predicate = TRUE if where is None else parse_predicate_tree(where.this, schema)
-        text = canonical_sql(schema, aggregate, column, None if where is None else where.this)
+        predicate = TRUE if where is None else translator.predicate(where.this)
+        text = canonical_sql(schema, aggregate, column, None if where is None else where.this,
+                             translator.render)
     return Query(aggregate=aggregate, column=column, where=predicate, sql=text)
 
 
+def _duckdb_sql(node: exp.Expression) -> str:
+    return node.sql(dialect="duckdb")
+
+
 def canonical_sql(schema: Schema, aggregate: Aggregate, column: str | None,
-                  where: exp.Expression | None) -> str:
+                  where: exp.Expression | None,
+                  render: Callable[[exp.Expression], str] = _duckdb_sql) -> str:
     """The statistic as one re-generated DuckDB statement: the only SQL text that ever runs.
 
     Built from the parsed, checked parts (aggregate, declared column, WHERE tree) with quoted
@@ -104,7 +120,7 @@ def canonical_sql(schema: Schema, aggregate: Aggregate, column: str | None,
     }.get(aggregate, f"{aggregate.value.upper()}({col})")
     text = f"SELECT {head} FROM {table}"
     if where is not None:
-        text += f" WHERE {where.sql(dialect='duckdb')}"
+        text += f" WHERE {render(where)}"
     return text
 
 
@@ -275,8 +291,12 @@ def parse_predicate_tree(node: exp.Expression, schema: Schema) -> Predicate:
 
 
 class _Translator:
+    """WHERE trees -> predicates. ``render`` writes a checked subtree as DuckDB SQL; a
+    ``_ShapeTranslator`` renders literal slots instead of values (see ``QueryParser``)."""
+
     def __init__(self, schema: Schema) -> None:
         self.schema = schema
+        self.render: Callable[[exp.Expression], str] = _duckdb_sql
 
     def unknown_refs(self, node: exp.Expression) -> list[Column]:
         cols = [_column(c, self.schema) for c in node.find_all(exp.Column)]
@@ -317,16 +337,17 @@ class _Translator:
         if isinstance(node, exp.Boolean):
             return Const(bool(node.this))
         if isinstance(node, exp.And):
-            return _public(node, And(tuple(self.predicate(a) for a in _chain(node, exp.And))))
+            return self.public(node, And(tuple(self.predicate(a)
+                                               for a in _chain(node, exp.And))))
         if isinstance(node, exp.Or):
-            return _public(node, Or(tuple(self.predicate(a) for a in _chain(node, exp.Or))))
+            return self.public(node, Or(tuple(self.predicate(a) for a in _chain(node, exp.Or))))
         if isinstance(node, exp.Not):
-            return _public(node, Not(self.predicate(node.this)))
+            return self.public(node, Not(self.predicate(node.this)))
         if not isinstance(node, (*_COMPARISONS, exp.Between, exp.In)):
             raise SQLError(f"unsupported SQL construct in WHERE: {node.sql()}")
         if not self.unknown_refs(node):
             self.check_known_sql(node)
-            return KnownBool(node.sql(dialect="duckdb"))
+            return KnownBool(self.render(node))
         if isinstance(node, exp.Between):
             low = exp.GTE(this=node.this, expression=node.args["low"])
             high = exp.LTE(this=node.this.copy(), expression=node.args["high"])
@@ -409,7 +430,7 @@ class _Translator:
                 raise SQLError(f"a number is expected, got {node.sql()}")
             return Affine.of_constant(Fraction(str(node.this)))
         self.check_known_sql(node)
-        return Affine.of_known(node.sql(dialect="duckdb"))
+        return Affine.of_known(self.render(node))
 
     def product(self, node: exp.Mul | exp.Div) -> Affine:
         """``a * b`` or ``a / b`` with unknown columns: only by a number keeps it affine."""
@@ -428,13 +449,13 @@ class _Translator:
         return a.scaled(b.constant)
 
 
-def _public(node: exp.Expression, pred: And | Or | Not) -> Predicate:
-    """A boolean combination whose parts are all public (checked ``KnownBool``s) is one public
-    predicate: DuckDB evaluates it in one pass, not one query per part."""
-    parts = (pred.arg,) if isinstance(pred, Not) else pred.args
-    if all(isinstance(p, KnownBool) for p in parts):
-        return KnownBool(node.sql(dialect="duckdb"))
-    return pred
+    def public(self, node: exp.Expression, pred: And | Or | Not) -> Predicate:
+        """A boolean combination whose parts are all public (checked ``KnownBool``s) is one
+        public predicate: DuckDB evaluates it in one pass, not one query per part."""
+        parts = (pred.arg,) if isinstance(pred, Not) else pred.args
+        if all(isinstance(p, KnownBool) for p in parts):
+            return KnownBool(self.render(node))
+        return pred
 
 
 def _chain(node: exp.Expression, kind: type[exp.Expression]) -> list[exp.Expression]:
@@ -458,3 +479,264 @@ _COMPARISONS: tuple[type[exp.Expression], ...] = (
     exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE,
 )
 _LOGIC: tuple[type[exp.Expression], ...] = (exp.And, exp.Or, exp.Not, exp.Between, exp.In)
+
+
+# ------------------------------------------------------------------ one parse per SQL shape
+#
+# A release of thousands of statistics repeats a handful of statement shapes that differ only
+# in their literals (``... pow(id * 2, 0.55e0) ...``). ``QueryParser`` parses and checks each
+# shape once and fills in the literals of every further statement of that shape. What it
+# returns is what ``parse_query`` returns for the same text (tests/release/test_shape_cache.py
+# compares them on random and hostile statements); the SQL that runs is still generated from a
+# checked parse tree, with each literal written by sqlglot's own literal writer.
+#
+# The shape of a statement is its text with each simple literal cut out: a quoted string, an
+# integer, a decimal or exponent number. Statements of one shape are the same text outside
+# those spans, and each span is one sqlglot STRING or NUMBER token (the scanner gives up on
+# anything that could make it otherwise: other quotes, backslashes, comments, non-ASCII), so
+# sqlglot reads them into the same tree but for the literals' text. A shape is used for more
+# than one statement only when its first statement proves, after a full parse, that every
+# literal is a plain ``Literal`` node in an argument that the generator writes as it is
+# (operands of comparisons, arithmetic and the allowed functions), that filling the first
+# statement's own literals back in gives exactly its fresh parse, and that the predicate holds
+# no affine comparison (whose constants are computed from the literals): otherwise every
+# statement of that shape is parsed on its own.
+
+_LITERAL = re.compile(
+    r"(?<![A-Za-z0-9_])'(?:[^'\\\x00]|'')*'"
+    r"|(?<![A-Za-z0-9_.])\d+(?:\.\d+)?(?:[eE][+-]?\d+)?(?![A-Za-z0-9_.'])",
+    re.ASCII,  # \d is 0-9 only: other digits are not numbers to sqlglot
+)
+_LITERAL_SPLIT = re.compile(f"({_LITERAL.pattern})", re.ASCII)
+_SHAPE_TEXT = re.compile(r"[A-Za-z0-9_ \t\n\r(),*=<>!+\-/%.\x00]*")
+_SLOT = re.compile(r"\x00(\d+)\x01")
+# Where a literal may sit for its shape to be shared: these nodes write their operands as they
+# are, whatever the literal's value (an integer and a non-integer literal are different shapes,
+# as some writers look at ``is_int``).
+_INERT_PARENTS: tuple[type[exp.Expression], ...] = (
+    exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE, exp.Add, exp.Sub, exp.Mul, exp.Div,
+    exp.Mod, exp.IntDiv, exp.Neg, exp.Paren, exp.In, exp.Between, exp.Pow, exp.Floor, exp.Ceil,
+    exp.Abs,
+)
+_INERT_ARGS = frozenset({"this", "expression", "expressions", "low", "high"})
+
+
+def literal_shape(sql: str) -> tuple[str, list[str]] | None:
+    """``(shape, literals)``: ``sql`` with each simple literal replaced by a class mark, and the
+    literals' source text in order; None when the text holds anything the scanner does not
+    read with certainty (then the statement has no shared shape)."""
+    if "\x00" in sql:
+        return None
+    parts = _LITERAL_SPLIT.split(sql)
+    literals = parts[1::2]
+    marks = ["\x00s" if t[0] == "'" else ("\x00i" if t.isdigit() else "\x00f")
+             for t in literals]
+    parts[1::2] = marks
+    shape = "".join(parts)
+    if not _SHAPE_TEXT.fullmatch(shape) or "--" in shape or "/*" in shape:
+        return None
+    return shape, literals
+
+
+def literal_value(source: str) -> str:
+    """A literal's value as sqlglot's tokenizer reads it (quotes off, doubled quotes single)."""
+    if source[0] == "'":
+        return source[1:-1].replace("''", "'")
+    return source
+
+
+class _Uncacheable(Exception):
+    """The first statement of a shape shows that the shape cannot be shared."""
+
+
+class _SlotWriter(DuckDBGenerator):
+    """DuckDB's SQL writer, but a literal whose text is a slot mark is written as the mark."""
+
+    def literal_sql(self, expression: exp.Literal) -> str:
+        text = expression.this or ""
+        if isinstance(text, str) and _SLOT.fullmatch(text):
+            return text
+        return str(super().literal_sql(expression))
+
+
+_WRITER_DIALECT = DuckDB()
+
+
+def _literal_sql(value: str, is_string: bool) -> str:
+    """One literal as DuckDB SQL, written by sqlglot's writer (escaping included)."""
+    node = exp.Literal(this=value, is_string=is_string)
+    return str(_WRITER_DIALECT.generate(node, copy=False))
+
+
+class _ShapeTranslator(_Translator):
+    """Translates a statement whose literals are slot marks: category checks are recorded
+    for each statement to repeat, and SQL is written with the marks in place."""
+
+    def __init__(self, schema: Schema) -> None:
+        super().__init__(schema)
+        self.checks: list[tuple[int, Column]] = []
+        writer = _SlotWriter(dialect=_WRITER_DIALECT)
+        self.render = lambda node: str(writer.generate(node, copy=True))
+
+    def category(self, col: Column, node: exp.Expression) -> str:
+        if isinstance(node, exp.Literal) and node.is_string:
+            mark = _SLOT.fullmatch(str(node.this))
+            if mark:
+                self.checks.append((int(mark.group(1)), col))
+                return str(node.this)
+        return super().category(col, node)
+
+    def comparison(self, node: exp.Expression) -> Predicate:
+        pred = super().comparison(node)
+        if isinstance(pred, Compare):
+            raise _Uncacheable("an affine comparison's constants come from its literals")
+        return pred
+
+    def known_affine(self, node: exp.Expression) -> Affine:
+        raise _Uncacheable("arithmetic on an unknown column")
+
+
+Filler = Callable[[list[str], list[str]], Predicate]
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """A checked statement with literal slots: fills in one statement's literals."""
+
+    aggregate: Aggregate
+    column: str | None
+    sql: str  # str.format template of the canonical SQL, one field per literal
+    where: Filler
+    checks: tuple[tuple[int, Column], ...]
+    strings: tuple[bool, ...]  # per literal: a quoted string (else a number)
+
+    def query(self, literals: list[str], render: Callable[[str, bool], str]) -> Query | None:
+        """The statement with these literals; None when one of them fails a check (the caller
+        then parses the statement on its own, for the exact error)."""
+        values = [literal_value(t) for t in literals]
+        for i, col in self.checks:
+            if values[i] not in col.values:
+                return None
+        written = [render(v, s) for v, s in zip(values, self.strings, strict=True)]
+        return Query(self.aggregate, self.column, self.where(written, values),
+                     self.sql.format(*written))
+
+
+def _format_template(text: str) -> str:
+    """A text with slot marks as a ``str.format`` template."""
+    out = []
+    last = 0
+    for m in _SLOT.finditer(text):
+        out.append(text[last:m.start()].replace("{", "{{").replace("}", "}}"))
+        out.append("{" + m.group(1) + "}")
+        last = m.end()
+    out.append(text[last:].replace("{", "{{").replace("}", "}}"))
+    return "".join(out)
+
+
+def _filler(pred: Predicate) -> Filler:
+    """A function from (written literals, literal values) to the predicate with them in."""
+    if isinstance(pred, KnownBool):
+        template = _format_template(pred.sql)
+        return lambda written, values: KnownBool(template.format(*written))
+    if isinstance(pred, InSet):
+        column = pred.column
+        slots = [(int(m.group(1)), None) if (m := _SLOT.fullmatch(v)) else (-1, v)
+                 for v in pred.values]
+        return lambda written, values: InSet(column, frozenset(
+            values[i] if i >= 0 else str(v) for i, v in slots))
+    if isinstance(pred, Not):
+        inner = _filler(pred.arg)
+        return lambda written, values: Not(inner(written, values))
+    if isinstance(pred, And | Or):
+        kind = type(pred)
+        parts = [_filler(a) for a in pred.args]
+        return lambda written, values: kind(tuple(f(written, values) for f in parts))
+    if isinstance(pred, Const):
+        return lambda written, values: pred
+    raise _Uncacheable(f"{type(pred).__name__} in the predicate")
+
+
+def _literal_nodes(tree: exp.Expr, sql: str, literals: list[str]) -> list[exp.Literal]:
+    """The tree's literal nodes, one per scanned literal, at the same place in the text, each
+    where its value cannot change how the statement is read or written; else _Uncacheable."""
+    found = [n for n in tree.walk() if isinstance(n, exp.Literal)]
+    if any("start" not in n.meta for n in found):
+        raise _Uncacheable("a literal without its place in the text")
+    found.sort(key=lambda n: int(n.meta["start"]))
+    starts = [m.start() for m in _LITERAL.finditer(sql)]
+    if len(found) != len(literals) or [n.meta["start"] for n in found] != starts:
+        raise _Uncacheable("literals do not match the parse")
+    for node, text in zip(found, literals, strict=True):
+        if node.is_string != (text[0] == "'") or node.this != literal_value(text):
+            raise _Uncacheable("a literal is read differently")
+        if not isinstance(node.parent, _INERT_PARENTS) or node.arg_key not in _INERT_ARGS:
+            raise _Uncacheable("a literal in a position its value may change")
+        if node.comments:
+            raise _Uncacheable("a comment")
+    return found
+
+
+def _make_shape(sql: str, literals: list[str], schema: Schema, fresh: Query) -> _Shape:
+    """The shape of ``sql`` (already parsed fresh into ``fresh``), or _Uncacheable."""
+    tree = _parse(sql)
+    nodes = _literal_nodes(tree, sql, literals)
+    for i, node in enumerate(nodes):
+        node.set("this", f"\x00{i}\x01")
+    translator = _ShapeTranslator(schema)
+    try:
+        template = _query_of(tree, sql, translator)
+    except SQLError:
+        raise _Uncacheable("the slotted statement does not check") from None
+    shape = _Shape(template.aggregate, template.column, _format_template(template.sql),
+                   _filler(template.where), tuple(translator.checks),
+                   tuple(t[0] == "'" for t in literals))
+    again = shape.query(literals, _cached_literal_sql)
+    if again != fresh or again is None or again.sql != fresh.sql:
+        raise _Uncacheable("filling in the first statement does not give its parse")
+    return shape
+
+
+_LITERAL_SQL: dict[tuple[str, bool], str] = {}
+
+
+def _cached_literal_sql(value: str, is_string: bool) -> str:
+    key = (value, is_string)
+    text = _LITERAL_SQL.get(key)
+    if text is None:
+        text = _literal_sql(value, is_string)
+        if len(_LITERAL_SQL) < 100_000:
+            _LITERAL_SQL[key] = text
+    return text
+
+
+class QueryParser:
+    """``parse_query`` for many statements over one schema, parsing each shape once."""
+
+    def __init__(self, schema: Schema) -> None:
+        self.schema = schema
+        self.shapes: dict[str, _Shape | None] = {}  # None: this shape is parsed every time
+
+    def parse(self, sql: str) -> Query:
+        if len(sql) > MAX_SQL_LENGTH:
+            _check_size(sql)
+        scanned = literal_shape(sql)
+        if scanned is None:
+            return parse_query(sql, self.schema)
+        key, literals = scanned
+        shape = self.shapes.get(key, _MISSING)
+        if shape is _MISSING:
+            fresh = parse_query(sql, self.schema)  # errors of the first statement as they are
+            try:
+                self.shapes[key] = _make_shape(sql, literals, self.schema, fresh)
+            except _Uncacheable:
+                self.shapes[key] = None
+            return fresh
+        if shape is None:
+            return parse_query(sql, self.schema)
+        assert isinstance(shape, _Shape)
+        query = shape.query(literals, _cached_literal_sql)
+        return query if query is not None else parse_query(sql, self.schema)
+
+
+_MISSING: Any = object()

@@ -7,6 +7,7 @@ mean with an exact one.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from decimal import Decimal
 from enum import StrEnum
@@ -120,3 +121,73 @@ def number_out(value: Fraction) -> int | float:
     if value.denominator == 1:
         return int(value)
     return float(value)
+
+
+# A published number written as text: a decimal (``12.5``, ``-3e2``) or an exact fraction
+# (``565981/6``). Exponents are capped so that a few characters cannot ask for a huge integer.
+_RATIONAL = re.compile(r"\s*([+-]?)(\d+)\s*/\s*(\d+)\s*")
+_DECIMAL = re.compile(r"\s*[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE]([+-]?\d+))?\s*")
+MAX_DECIMALS = 18  # ``decimals:`` beyond this is finer than any published number
+_MAX_TEXT = 200
+_MAX_EXPONENT = 60
+
+
+def parse_rational(text: str) -> Fraction:
+    """``"565981/6"`` or ``"12.25"`` as an exact rational; ValueError saying what is wrong."""
+    if len(text) > _MAX_TEXT:
+        raise ValueError(f"number text of {len(text)} characters is too long")
+    m = _RATIONAL.fullmatch(text)
+    if m:
+        if int(m.group(3)) == 0:
+            raise ValueError(f"{text.strip()!r}: the denominator is zero")
+        value = Fraction(int(m.group(2)), int(m.group(3)))
+        return -value if m.group(1) == "-" else value
+    m = _DECIMAL.fullmatch(text)
+    if m is None:
+        raise ValueError(f"{text.strip()[:40]!r} is not a number or a fraction like '565981/6'")
+    if m.group(1) is not None and abs(int(m.group(1))) > _MAX_EXPONENT:
+        raise ValueError(f"{text.strip()[:40]!r} is not a finite number in the supported range "
+                         f"(exponent beyond +-{_MAX_EXPONENT})")
+    return Fraction(text.strip())
+
+
+def rounding(value: Fraction, decimals: int) -> Bounded:
+    """A value published rounded to ``decimals`` places: the truth lies within half a unit of
+    the last place (``decimals: 2`` is value +- 0.005). ValueError when the decimals are not a
+    sensible count or the value has more places than they say."""
+    if isinstance(decimals, bool) or not isinstance(decimals, int):
+        raise ValueError(f"decimals must be a whole number, got {decimals!r}")
+    if not 0 <= decimals <= MAX_DECIMALS:
+        raise ValueError(f"decimals {decimals} must be between 0 and {MAX_DECIMALS}")
+    scale = 10**decimals
+    if (value * scale).denominator != 1:
+        raise ValueError(f"value {_shown(value)} has more decimals than decimals: {decimals}")
+    return Bounded(value, Fraction(1, 2 * scale))
+
+
+def rounded_decimals(answer: Bounded) -> int | None:
+    """The ``d`` of ``decimals: d`` that states exactly this bound, if there is one."""
+    error = answer.error
+    if error <= 0 or error.numerator != 1 or error.denominator % 2:
+        return None
+    scale = error.denominator // 2
+    decimals = len(str(scale)) - 1
+    if scale != 10**decimals or decimals > MAX_DECIMALS or (answer.value * scale).denominator != 1:
+        return None
+    return decimals
+
+
+def _shown(value: Fraction) -> str:
+    return str(value) if value.denominator == 1 else (
+        repr(float(value)) if Fraction(repr(float(value))) == value else str(value))
+
+
+def number_text(value: Fraction) -> int | float | str:
+    """A rational for a YAML/CSV file, read back exactly: an int, a float whose decimal form is
+    this value, else the exact fraction ``"p/q"``."""
+    if value.denominator == 1:
+        return int(value)
+    as_float = float(value)
+    if Fraction(repr(as_float)) == value:
+        return as_float
+    return f"{value.numerator}/{value.denominator}"

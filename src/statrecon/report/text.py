@@ -13,7 +13,7 @@ from statrecon.report import safe_text
 from statrecon.result import ReconstructionResult, Row
 
 _STYLE = {"unique": "bold red", "multiple": "bold yellow", "infeasible": "bold magenta",
-          "unknown": "bold blue"}
+          "unknown": "bold blue", "estimated": "bold cyan"}
 
 
 def compress(values: list[Any]) -> str:
@@ -32,6 +32,8 @@ def compress(values: list[Any]) -> str:
 
 
 def headline(result: ReconstructionResult, n_stats: int) -> Text:
+    if result.noise.mode == "ml":
+        return _ml_headline(result)
     s = result.status
     if s == "unique":
         msg = f"UNIQUE: exactly one dataset is consistent with the {n_stats} statistics."
@@ -46,6 +48,33 @@ def headline(result: ReconstructionResult, n_stats: int) -> Text:
         msg = ("UNKNOWN: the time limit ran out before the solver could decide; "
                "nothing is claimed.")
     return Text(msg, style=_STYLE[s])
+
+
+def _ml_headline(result: ReconstructionResult) -> Text:
+    s = result.status
+    if s == "estimated":
+        msg = ("ESTIMATED: a most likely dataset given the noisy answers (CP-SAT proved none is "
+               "more likely; another may be as likely, and the truth may differ).")
+    elif s == "infeasible":
+        msg = "INFEASIBLE: no dataset fits the exact statistics (and bounded noise)."
+    elif result.solutions:
+        msg = ("UNKNOWN: the time limit ran out before the most likely dataset was proven; the "
+               "best found so far is shown, an estimate.")
+    else:
+        msg = "UNKNOWN: the time limit ran out before any dataset was found; nothing is claimed."
+    return Text(msg, style=_STYLE[s])
+
+
+def condition_text(result: ReconstructionResult) -> Text | None:
+    """The event every claim rests on when noisy answers are read as bounds."""
+    noise = result.noise
+    if noise.condition is None:
+        return None
+    chance = ("" if noise.event_probability is None else
+              f" (probability {noise.event_probability:.3g} if the noises are independent)")
+    return Text(f"Every claim here holds only for the event that {noise.condition}{chance}; "
+                f"noisy statistics read as bounds: {safe_text(', '.join(noise.statistics))}.",
+                style="yellow")
 
 
 def rows_table(title: str, columns: tuple[str, ...], rows: list[Row],
@@ -84,6 +113,12 @@ def cells_table(result: ReconstructionResult) -> Group:
 def render(result: ReconstructionResult, console: Console, *, n_stats: int,
            show_all: bool = False) -> None:
     console.print(headline(result, n_stats))
+    condition = condition_text(result)
+    if condition is not None:
+        console.print(condition)
+    if result.noise.mode == "ml":
+        _render_ml(result, console)
+        return
     if result.status == "infeasible":
         label = "A smallest conflicting set" if result.conflict_minimal else "A conflicting set"
         console.print(Panel(Text(safe_text(", ".join(result.conflict)) or "(none found)"),
@@ -97,6 +132,28 @@ def render(result: ReconstructionResult, console: Console, *, n_stats: int,
     if result.status != "unique":
         _print_proven(result, console)
     _print_notes(result, console)
+
+
+def _render_ml(result: ReconstructionResult, console: Console) -> None:
+    """A most likely dataset, its score, and that it is an estimate."""
+    noise = result.noise
+    if result.status == "infeasible":
+        label = "A smallest conflicting set" if result.conflict_minimal else "A conflicting set"
+        console.print(Panel(Text(safe_text(", ".join(result.conflict)) or "(none found)"),
+                            title=f"{label}: these cannot all hold", expand=False))
+        return
+    if result.solutions:
+        console.print(rows_table("A most likely dataset (an estimate, not a proof)",
+                                 result.columns, result.solutions[0]))
+    notes = [f"noisy statistics weighed by their likelihood: "
+             f"{safe_text(', '.join(noise.statistics)) or '(none)'}"]
+    if noise.objective is not None:
+        proven = ("proven optimal" if noise.optimal else
+                  f"best proven lower bound {noise.objective_bound:.6g}")
+        notes.append(f"negative log-likelihood {noise.objective:.6g} (up to a constant; "
+                     f"{proven})")
+    notes.append(f"{result.elapsed_s:.2f} s")
+    console.print(Group(*(Text(n, style="dim") for n in notes)))
 
 
 def _print_datasets(result: ReconstructionResult, console: Console, show_all: bool) -> None:

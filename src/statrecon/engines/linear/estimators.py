@@ -3,10 +3,12 @@
 An estimator is one small frozen dataclass with a ``name``, a one-line ``summary`` (the CLI
 help is generated from them) and one verb, ``estimate(problem) -> Estimate``. A new method is
 one class added to ``ESTIMATORS``; the engine, the API, the CLI and the Dinur–Nissim
-experiments pick it up from there. An estimator that stops short of its optimum (a time limit)
-raises :class:`~statrecon.engines.linear.problem.SolverIncomplete`; the engine then falls back
-to least squares and says so. The solvers live in :mod:`.solvers`, imported only when an
-estimate is made, so the CLI can list the estimators without loading scipy.
+experiments pick it up from there. Every estimator keeps ``problem.time_limit``: an LP that
+stops short of its optimum raises :class:`~statrecon.engines.linear.problem.SolverIncomplete`
+(the engine then falls back to least squares and says so); the integer programme and the
+iterative methods return status ``unknown`` with the point reached and a note. The solvers
+live in :mod:`.solvers`, imported only when an estimate is made, so the CLI can list the
+estimators without loading scipy.
 
 >>> import numpy as np
 >>> F = np.array([[1.0, 1.0, 0.0], [0.0, 1.0, 1.0], [1.0, 0.0, 1.0]])
@@ -56,11 +58,17 @@ class LeastSquares:
 
     def estimate(self, problem: Problem) -> Estimate:
         # lazy: the CLI builds its --method help from this registry without loading scipy
-        from statrecon.engines.linear.solvers import solve_ls
+        from statrecon.engines.linear.solvers import solve_ls_within
 
         known = problem.user_bounds
-        return Estimate(solve_ls(problem.F, problem.a, problem.lo if known else None,
-                                 problem.hi if known else None, problem.weights))
+        x, finished = solve_ls_within(problem.F, problem.a, problem.lo if known else None,
+                                      problem.hi if known else None, problem.weights,
+                                      problem.time_limit)
+        if finished:
+            return Estimate(x)
+        return Estimate(x, "unknown", (f"ls: stopped by the time limit "
+                                       f"({problem.time_limit:g} s); the estimate is the point "
+                                       "reached, not the centre of the least-squares optima",))
 
 
 @dataclass(frozen=True)
@@ -124,10 +132,12 @@ class Kaczmarz:
 
     def estimate(self, problem: Problem) -> Estimate:
         # lazy: the CLI builds its --method help from this registry without loading scipy
-        from statrecon.engines.linear.solvers import solve_kaczmarz
+        from statrecon.engines.linear.solvers import kaczmarz_within
 
-        return Estimate(solve_kaczmarz(problem.F, problem.a, problem.lo, problem.hi,
-                                       epochs=problem.epochs, rng=problem.rng))
+        x, done = kaczmarz_within(problem.F, problem.a, problem.lo, problem.hi,
+                                  epochs=problem.epochs, rng=problem.rng,
+                                  time_limit=problem.time_limit)
+        return _iterated(self.name, x, done, problem)
 
 
 @dataclass(frozen=True)
@@ -139,12 +149,24 @@ class Sgd:
 
     def estimate(self, problem: Problem) -> Estimate:
         # lazy: the CLI builds its --method help from this registry without loading scipy
-        from statrecon.engines.linear.solvers import solve_sgd
+        from statrecon.engines.linear.solvers import sgd_within
 
         if not (np.isfinite(problem.lo).all() and np.isfinite(problem.hi).all()):
             raise UnsuitableMethod("sgd needs finite lower and upper bounds for every record")
-        return Estimate(solve_sgd(problem.F, problem.a, problem.lo, problem.hi,
-                                  epochs=int(problem.epochs * 10), rng=problem.rng))
+        x, done = sgd_within(problem.F, problem.a, problem.lo, problem.hi,
+                             epochs=int(problem.epochs * 10), rng=problem.rng,
+                             time_limit=problem.time_limit)
+        return _iterated(self.name, x, done, problem)
+
+
+def _iterated(name: str, x: np.ndarray, done: float, problem: Problem) -> Estimate:
+    """An iterative method's estimate; cut short by the time limit it is ``unknown``, with the
+    share of its passes it made."""
+    if done >= 1.0:
+        return Estimate(x)
+    return Estimate(x, "unknown", (f"{name}: stopped by the time limit "
+                                   f"({problem.time_limit:g} s) after {done:.0%} of its passes; "
+                                   "the estimate is the point reached",))
 
 
 ESTIMATORS: dict[str, Estimator] = {e.name: e for e in (

@@ -10,6 +10,7 @@ matrix. AVG is turned into a SUM with the group size the public table reveals.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Literal
@@ -159,7 +160,7 @@ def compile_linear(release: Release, public: PublicTable,
             continue
         equations.append(equation)
     if equations:
-        matrix = sp.csr_matrix(np.vstack([e.mask for e in equations]).astype(np.float64))
+        matrix = sp.csr_matrix(np.vstack([e.mask for e in equations])).astype(np.float64)
     else:
         matrix = sp.csr_matrix((0, n), dtype=np.float64)
     return LinearSystem(
@@ -270,44 +271,178 @@ def _published(p: _Parsed, group: int) -> tuple[Fraction, Fraction, AnswerKind] 
 
 def evaluate_predicates(release: Release, public: PublicTable, sqls: list[str],
                         owners: list[Statistic]) -> list[np.ndarray]:
-    """One boolean vector per public predicate, in public-table order (DuckDB, batched);
-    ``owners[i]`` is the statistic predicate ``i`` comes from, named by any error."""
-    import duckdb
+    """One boolean vector per public predicate, in public-table order (DuckDB); ``owners[i]``
+    is the statistic predicate ``i`` comes from, named by any error.
+
+    Predicates that differ only in their numbers (one *shape*) are evaluated together: one
+    query joins a table of their numbers, each cast to the type DuckDB gives that number as a
+    literal, with the public table (``_evaluate_shapes``); the rest, and any shape whose joined
+    query fails or disagrees with its first predicate evaluated alone, go one expression each
+    (batched, ``_evaluate_each``), which also names the statistic of any error.
+    """
     import pandas as pd
 
     frame = pd.DataFrame({**public.columns, "__row": range(public.rows)})
     # Snippets are sqlglot re-generated; the connection cannot reach files, network, extensions.
     con = hardened({release.schema.table: frame})
     try:
-        out: list[np.ndarray] = [np.zeros(0, dtype=bool)] * len(sqls)
-        distinct = {s: i for i, s in enumerate(sqls)}
-        order = list(distinct)
-        for start in range(0, len(order), _BATCH):
-            batch = order[start:start + _BATCH]
-            try:
-                cols = _select(con, release.schema.table, batch)
-            except duckdb.Error:
-                cols = []
-                for sql in batch:  # find the statistic DuckDB rejects
-                    try:
-                        cols.extend(_select(con, release.schema.table, [sql]))
-                    except duckdb.Error as e:
-                        owner = owners[distinct[sql]]
-                        raise StatreconError(f"{owner.where_text}: DuckDB cannot evaluate "
-                                             f"{sql!r}: {str(e).splitlines()[0]}",
-                                             statistic=owner.id) from None
-            for sql, col in zip(batch, cols, strict=True):
-                if col is None:
-                    owner = owners[distinct[sql]]
-                    raise StatreconError(f"{owner.where_text}: {sql!r} is NULL on a public row",
-                                         statistic=owner.id)
-                out[distinct[sql]] = col
-        for i, sql in enumerate(sqls):
-            if out[i].size == 0 and public.rows:
-                out[i] = out[distinct[sql]]
-        return out
+        first = {s: i for i, s in enumerate(sqls)}
+        found: dict[str, np.ndarray] = {}
+        table = release.schema.table
+        rest = _evaluate_shapes(con, table, list(first), public.rows, found)
+        _evaluate_each(con, table, rest, found, [owners[first[s]] for s in rest])
+        return [found[s] for s in sqls]
     finally:
         con.close()
+
+
+def _evaluate_each(con: Any, table: str, sqls: list[str], found: dict[str, np.ndarray],
+                   owners: list[Statistic]) -> None:
+    """Each predicate as its own expression, ``_BATCH`` to a query; errors name the owner."""
+    import duckdb
+
+    owner_of = dict(zip(sqls, owners, strict=True))
+    for start in range(0, len(sqls), _BATCH):
+        batch = sqls[start:start + _BATCH]
+        try:
+            cols = _select(con, table, batch)
+        except duckdb.Error:
+            cols = []
+            for sql in batch:  # find the statistic DuckDB rejects
+                try:
+                    cols.extend(_select(con, table, [sql]))
+                except duckdb.Error as e:
+                    owner = owner_of[sql]
+                    raise StatreconError(f"{owner.where_text}: DuckDB cannot evaluate "
+                                         f"{sql!r}: {str(e).splitlines()[0]}",
+                                         statistic=owner.id) from None
+        for sql, col in zip(batch, cols, strict=True):
+            if col is None:
+                owner = owner_of[sql]
+                raise StatreconError(f"{owner.where_text}: {sql!r} is NULL on a public row",
+                                     statistic=owner.id)
+            found[sql] = col
+
+
+_TYPE_NAME = re.compile(r"[A-Z]+(?:\(\d+,\d+\))?")
+_PARAM = "__statrecon_p"
+
+
+@dataclass
+class _ShapeGroup:
+    """Public predicates of one shape and one tuple of number types."""
+
+    template: str  # the shape, each number slot written as a cast parameter
+    sqls: list[str]
+    numbers: list[list[str]]  # per predicate, its numbers' text
+
+
+def _evaluate_shapes(con: Any, table: str, sqls: list[str], rows: int,
+                     found: dict[str, np.ndarray]) -> list[str]:
+    """Evaluate the predicates that share a shape with others, one query per shape; returns
+    the predicates left for ``_evaluate_each``."""
+    groups, rest = _shape_groups(con, sqls)
+    for group in groups:
+        if not _evaluate_group(con, table, group, rows, found):
+            rest.extend(group.sqls)
+    return rest
+
+
+def _shape_groups(con: Any, sqls: list[str]) -> tuple[list[_ShapeGroup], list[str]]:
+    """Predicates grouped by shape (strings kept, numbers cut out) and DuckDB's type of each
+    number; predicates alone in their group, or with no shape, come back as the rest."""
+    # lazy: sqlglot loads only when a system is compiled, not when the engine is imported
+    from statrecon.release.sql import literal_shape
+
+    scanned: list[tuple[str, str, list[str], list[str]]] = []
+    rest: list[str] = []
+    for sql in sqls:
+        cut = literal_shape(sql)
+        if cut is None or _PARAM in sql:
+            rest.append(sql)
+            continue
+        shape, literals = cut
+        strings = iter([t for t in literals if t[0] == "'"])
+        # strings stay in the shape (their type depends on where they stand); numbers become
+        # slots ({} after escaping the shape's braces, of which a checked shape has none)
+        key = _SHAPE_MARK.sub(lambda m, it=strings: next(it) if m.group(0) == "\x00s"  # type: ignore[misc]
+                              else "\x00n", shape)
+        scanned.append((sql, key, [t for t in literals if t[0] != "'"], []))
+    types = _literal_types(con, {t for _, _, numbers, _ in scanned for t in numbers})
+    by_key: dict[tuple[str, tuple[str, ...]], _ShapeGroup] = {}
+    for sql, key, numbers, _ in scanned:
+        kinds = tuple(types.get(t, "") for t in numbers)
+        group = by_key.get((key, kinds))
+        if group is None:
+            group = by_key[(key, kinds)] = _ShapeGroup(_template(key, kinds), [], [])
+        group.sqls.append(sql)
+        group.numbers.append(numbers)
+    groups = []
+    for (_, kinds), group in by_key.items():
+        if len(group.sqls) < 2 or not all(_TYPE_NAME.fullmatch(k) for k in kinds):
+            rest.extend(group.sqls)
+        else:
+            groups.append(group)
+    return groups, rest
+
+
+_SHAPE_MARK = re.compile("\x00[sif]")
+
+
+def _template(key: str, kinds: tuple[str, ...]) -> str:
+    """The shape as SQL, slot ``j`` read from the parameter table as DuckDB's type of it."""
+    parts = key.split("\x00n")
+    out = [parts[0]]
+    for j, (kind, part) in enumerate(zip(kinds, parts[1:], strict=True)):
+        out.append(f"CAST({_PARAM}.c{j} AS {kind}){part}")
+    return "".join(out)
+
+
+def _literal_types(con: Any, numbers: set[str]) -> dict[str, str]:
+    """DuckDB's type of each number literal (``typeof``), the numbers being scanned literals:
+    digits, a point and an exponent only."""
+    texts = sorted(numbers)
+    types: dict[str, str] = {}
+    for start in range(0, len(texts), 512):
+        batch = texts[start:start + 512]
+        row = con.execute("SELECT " + ", ".join(f"typeof({t})" for t in batch)).fetchall()[0]
+        types.update(zip(batch, row, strict=True))
+    return types
+
+
+def _evaluate_group(con: Any, table: str, group: _ShapeGroup, rows: int,
+                    found: dict[str, np.ndarray]) -> bool:
+    """One joined query for a group; False (nothing stored) when DuckDB refuses it, a value is
+    NULL, or its first predicate disagrees with that predicate evaluated on its own."""
+    import duckdb
+    import pandas as pd
+
+    width = len(group.numbers[0])
+    params = pd.DataFrame({"k": np.arange(len(group.sqls)),
+                           **{f"c{j}": [n[j] for n in group.numbers] for j in range(width)}})
+    name = quote_identifier(table)
+    con.register(_PARAM, params)
+    try:
+        # only the rows a predicate holds on (or is NULL on) come back: v is TRUE or NULL
+        result = con.execute(
+            f"SELECT k, r, v FROM (SELECT {_PARAM}.k AS k, {name}.__row AS r, "
+            f"CAST(({group.template}) AS BOOLEAN) AS v FROM {_PARAM}, {name}) "
+            "WHERE v IS NOT FALSE").fetchnumpy()
+        alone = _select(con, table, group.sqls[:1])[0]
+    except duckdb.Error:
+        return False
+    finally:
+        con.unregister(_PARAM)
+    v = result["v"]
+    if np.ma.isMaskedArray(v) and np.ma.getmaskarray(v).any():
+        return False
+    masks = np.zeros((len(group.sqls), rows), dtype=bool)
+    masks[np.asarray(result["k"], dtype=np.int64), np.asarray(result["r"], dtype=np.int64)] = True
+    if alone is None or not np.array_equal(masks[0], alone):
+        return False
+    for sql, mask in zip(group.sqls, masks, strict=True):
+        found[sql] = mask
+    return True
 
 
 def _select(con: Any, table: str, batch: list[str]) -> list[np.ndarray | None]:
