@@ -179,6 +179,18 @@ def _enumerate(rm: RecordModel, options: ExactOptions, deadline: Deadline
     return datasets, complete, solver.status_name(status)
 
 
+def _start(release: Release, known: KnownData, options: ExactOptions, deadline: Deadline
+           ) -> tuple[NoiseUse, RecordModel | None]:
+    """Size check, noise record and the model (None when the deadline passed meanwhile)."""
+    check_model_size(release, known, options.max_model_size, options.noise)
+    noise = _noise_use(release, options)
+    _tell(options, deadline, "building")
+    try:
+        return noise, _model(release, known, options, deadline)
+    except OutOfTime:
+        return noise, None
+
+
 def reconstruct_exact(
     release: Release, known: KnownData, options: ExactOptions | None = None
 ) -> ReconstructionResult:
@@ -189,12 +201,8 @@ def reconstruct_exact(
         return reconstruct_ml(release, known, options)
     started = time.monotonic()
     deadline = Deadline.after(options.time_limit)
-    check_model_size(release, known, options.max_model_size, options.noise)
-    noise = _noise_use(release, options)
-    _tell(options, deadline, "building")
-    try:
-        rm = _model(release, known, options, deadline)
-    except OutOfTime:  # the time limit covers building the model too
+    noise, rm = _start(release, known, options, deadline)
+    if rm is None:  # the time limit covers building the model too
         return _out_of_time(release, known, options, noise, started)
     columns = tuple(c.name for c in rm.columns)
     datasets, complete, status_name = _enumerate(rm, options, deadline)
@@ -302,12 +310,8 @@ def reconstruct_ml(release: Release, known: KnownData, options: ExactOptions
     unique or certain: the noise could have been anything."""
     started = time.monotonic()
     deadline = Deadline.after(options.time_limit)
-    check_model_size(release, known, options.max_model_size, options.noise)
-    noise = _noise_use(release, options)
-    _tell(options, deadline, "building")
-    try:
-        rm = _model(release, known, options, deadline)
-    except OutOfTime:
+    noise, rm = _start(release, known, options, deadline)
+    if rm is None:  # the time limit covers building the model too
         return _out_of_time(release, known, options, noise, started)
     base: dict[str, Any] = {"columns": tuple(c.name for c in rm.columns), "ignored": [],
                             "records": (rm.bounds.low, rm.bounds.high)}
