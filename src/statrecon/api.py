@@ -47,6 +47,8 @@ def reconstruct(
     >>> result.status, result.solution_count              # doctest: +SKIP
     ('unique', 1)
     """
+    if method in LINEAR_METHODS and (linear or LinearOptions()).time_limit is not None:
+        _prestart_solver()
     if not isinstance(release, Release):
         release = load_release(release)
     if method not in METHODS:
@@ -83,6 +85,15 @@ def reconstruct(
         )
     exact = reconstruct_exact(release, known, options)
     return replace(exact, route=Route("exact", "exact", why))
+
+
+def _prestart_solver() -> None:
+    """A time-limited linear solve runs in a worker process; starting it now overlaps its
+    imports with loading and compiling the release (it is stopped at exit if unused)."""
+    # lazy: scipy's solvers load only on the linear route, not when the front door is imported
+    from statrecon.engines.linear.solvers import prestart_worker
+
+    prestart_worker()
 
 
 EXACT_MAX_ROWS = 40

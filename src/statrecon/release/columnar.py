@@ -44,16 +44,34 @@ def read_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     cannot be read raises ReleaseError naming file:row:column."""
     columns = _read_columns(path)
     rows = len(columns["id"])
+    plain = {name: values for name, values in columns.items() if _plain(name, values)}
+    other = {name: values for name, values in columns.items() if name not in plain}
+    noise: dict[str, Any] = {}  # a noise text -> its cell
     for i in range(rows):
-        fields: dict[str, Any] = {}
-        for name, values in columns.items():
+        fields: dict[str, Any] = {name: values[i] for name, values in plain.items()}
+        for name, values in other.items():
             try:
-                value = _cell(name, values[i], path)
+                if name == "noise" and isinstance(values[i], str):  # few distinct texts
+                    read = noise.get(values[i])
+                    if read is None:
+                        read = noise[values[i]] = _cell(name, values[i], path)
+                    value = dict(read) if isinstance(read, dict) else read
+                else:
+                    value = _cell(name, values[i], path)
             except CellError as e:
                 raise ReleaseError(f"{where(path, i + 1, e.column)}: {e.message}") from None
             if value is not _ABSENT:
                 fields[name] = value
         yield i + 1, fields
+
+
+def _plain(name: str, values: list[Any]) -> bool:
+    """A column whose every cell ``_cell`` returns as it is: non-blank text, of a column that
+    gives text no other meaning (``value`` text: not ``null``)."""
+    if name not in ("id", "sql", "value", "error"):
+        return False
+    return all(type(v) is str and not v.isspace() and v != "" for v in values) and (
+        name != "value" or not any(v.strip().lower() == "null" for v in values))
 
 
 def _read_columns(path: Path) -> dict[str, list[Any]]:

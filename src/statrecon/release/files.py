@@ -161,12 +161,26 @@ class ReleaseSpec(_Strict):
 
 
 class _Lines:
-    """Maps a key path in the YAML document to its line number."""
+    """Maps a key path in the YAML document to its line number. The node tree is composed
+    only when a path is asked for whose line the fast reader did not note (an error)."""
 
-    def __init__(self, node: yaml.Node | None) -> None:
+    def __init__(self, node: yaml.Node | None, text: str | None = None,
+                 noted: dict[tuple[Any, ...], int] | None = None) -> None:
         self.root = node
+        self.text = text  # composed on first need when given
+        self.noted = noted or {}
 
     def line(self, path: tuple[Any, ...]) -> int | None:
+        known = self.noted.get(path)
+        if known is not None:
+            return known
+        if self.text is not None:
+            loader = _YAML_LOADER(self.text)
+            try:
+                self.root = loader.get_single_node()
+            finally:
+                loader.dispose()
+            self.text = None
         node = self.root
         best = node.start_mark.line + 1 if node is not None else None
         for key in path:
@@ -204,15 +218,12 @@ def read_text_file(path: Path) -> str:
 
 def parse_release(text: str, source: Path | None = None) -> Release:
     where = str(source) if source else "<release>"
-    try:
-        node, data = _load_yaml(text, where)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark else ""
-        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise ReleaseError(f"{where}{line}: malformed YAML: {problem}") from None
-    lines = _Lines(node)
-    _reject_duplicate_keys(node, where)
+    fast = fast_yaml(text)
+    if fast is not None:
+        data, noted = fast
+        lines = _Lines(None, text, noted)
+    else:  # anything unusual: the full node tree, for its exact error
+        data, lines = _slow_yaml(text, where)
     if not isinstance(data, dict):
         raise ReleaseError(f"{where}:1: a release file is a YAML mapping (version, columns, ...)")
     try:
@@ -224,6 +235,158 @@ def parse_release(text: str, source: Path | None = None) -> Release:
             f"{where}:{lines.line(loc)}: {_describe_loc(loc, data)}: {_describe_error(err)}"
         ) from None
     return _build(spec, lines, where, source)
+
+
+class _Unusual(Exception):
+    """Something the fast reader leaves to the node tree (``_slow_yaml``): an anchor, alias,
+    tag, merge key, timestamp, complex or repeated key, several documents, a YAML error."""
+
+
+_YAML_EVENTS = yaml.events
+_IMPLICIT = getattr(yaml, "CSafeLoader", yaml.SafeLoader).yaml_implicit_resolvers
+_SAFE = yaml.constructor.SafeConstructor()
+_SCALARS: dict[str, Any] = {
+    "tag:yaml.org,2002:int": _SAFE.construct_yaml_int,
+    "tag:yaml.org,2002:float": _SAFE.construct_yaml_float,
+    "tag:yaml.org,2002:bool": _SAFE.construct_yaml_bool,
+    "tag:yaml.org,2002:null": _SAFE.construct_yaml_null,
+}
+
+
+def _plain_scalar(value: str) -> Any:
+    """A plain (unquoted, untagged) scalar as SafeLoader resolves and constructs it."""
+    resolvers = _IMPLICIT.get(value[0] if value else "", [])
+    for tag, regexp in resolvers + _IMPLICIT.get(None, []):
+        if regexp.match(value):
+            construct = _SCALARS.get(tag)
+            if construct is None:
+                raise _Unusual(tag)
+            return construct(yaml.ScalarNode(tag, value))
+    return value
+
+
+def fast_yaml(text: str) -> tuple[Any, dict[tuple[Any, ...], int]] | None:
+    """The data SafeLoader gives for ``text``, built straight from libyaml's events, and the
+    line of each ``statistics`` item; None when the text holds anything unusual, which the
+    node-tree path then reads (or refuses) with its exact message."""
+    loader = _YAML_LOADER(text)
+    try:
+        return _EventReader(loader).read()
+    except (_Unusual, yaml.YAMLError, ValueError, TypeError, OverflowError, RecursionError):
+        return None
+    finally:
+        loader.dispose()
+
+
+_NO_KEY: Any = object()
+
+
+class _Frame:
+    """An open mapping or sequence: its container, and for a mapping the key waiting for
+    its value and the keys' texts seen (a repeated one is left to the slow path)."""
+
+    __slots__ = ("container", "key", "key_line", "key_text", "keys", "noting")
+
+    def __init__(self, container: Any, noting: str | None = None) -> None:
+        self.container = container
+        self.key: Any = _NO_KEY
+        self.key_text = ""
+        self.key_line = 0
+        self.keys: set[str] = set()
+        self.noting = noting  # a list under this top-level key: note each item's line
+
+
+class _EventReader:
+    """Builds the document from parser events (no node tree, no resolver per node), noting
+    the lines ``_Lines`` gives for each top-level key and each item of a top-level list."""
+
+    def __init__(self, loader: Any) -> None:
+        self.get = loader.get_event
+        self.stack: list[_Frame] = []
+        self.root: Any = _NO_KEY
+        self.noted: dict[tuple[Any, ...], int] = {}
+        self.cache: dict[str, Any] = {}
+
+    def read(self) -> tuple[Any, dict[tuple[Any, ...], int]]:
+        ev = _YAML_EVENTS
+        if not isinstance(self.get(), ev.StreamStartEvent) or not isinstance(
+                self.get(), ev.DocumentStartEvent):
+            raise _Unusual("no document")
+        while True:
+            event = self.get()
+            kind = type(event)
+            if kind is ev.ScalarEvent:
+                self.scalar(event)
+            elif kind is ev.MappingEndEvent or kind is ev.SequenceEndEvent:
+                self.stack.pop()
+            elif kind is ev.MappingStartEvent or kind is ev.SequenceStartEvent:
+                self.start(event, kind is ev.MappingStartEvent)
+            elif kind is ev.DocumentEndEvent:
+                break
+            else:
+                raise _Unusual(kind.__name__)  # an alias
+        if not isinstance(self.get(), ev.StreamEndEvent):
+            raise _Unusual("more than one document")
+        return self.root, self.noted
+
+    def scalar(self, event: Any) -> None:
+        if event.anchor is not None or event.tag is not None:
+            raise _Unusual("anchor or tag")
+        text = event.value
+        if event.implicit[0]:
+            value = self.cache.get(text, _NO_KEY)
+            if value is _NO_KEY:
+                value = self.cache[text] = _plain_scalar(text)
+        else:
+            value = text
+        top = self.stack[-1] if self.stack else None
+        if top is not None and top.key is _NO_KEY and type(top.container) is dict:
+            if text in top.keys:
+                raise _Unusual("a repeated key")
+            top.keys.add(text)
+            top.key, top.key_text, top.key_line = value, text, event.start_mark.line + 1
+            return
+        self.add(value, event)
+
+    def start(self, event: Any, mapping: bool) -> None:
+        if event.anchor is not None or event.tag is not None:
+            raise _Unusual("anchor or tag")
+        top = self.stack[-1] if self.stack else None
+        if top is not None and top.key is _NO_KEY and type(top.container) is dict:
+            raise _Unusual("a complex key")
+        noting = None if mapping or top is None or len(self.stack) != 1 else top.key_text
+        container: Any = {} if mapping else []
+        self.add(container, event)
+        self.stack.append(_Frame(container, noting))
+
+    def add(self, value: Any, event: Any) -> None:
+        if not self.stack:
+            self.root = value
+            return
+        top = self.stack[-1]
+        if type(top.container) is dict:
+            if len(self.stack) == 1:  # a scalar's line is its key's, a collection's its own
+                self.noted[(top.key_text,)] = (event.start_mark.line + 1 if type(
+                    value) in (dict, list) else top.key_line)
+            top.container[top.key] = value
+            top.key = _NO_KEY
+        else:
+            if top.noting is not None:
+                self.noted[(top.noting, len(top.container))] = event.start_mark.line + 1
+            top.container.append(value)
+
+
+def _slow_yaml(text: str, where: str) -> tuple[Any, _Lines]:
+    """The data and its lines through the node tree; aliases and duplicate keys refused."""
+    try:
+        node, data = _load_yaml(text, where)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark else ""
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise ReleaseError(f"{where}{line}: malformed YAML: {problem}") from None
+    _reject_duplicate_keys(node, where)
+    return data, _Lines(node)
 
 
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when installed
@@ -481,7 +644,7 @@ def _file_statistics(path: Path, reader: _StatisticReader) -> list[Statistic]:
     out: list[Statistic] = []
     for row, fields in read_rows(path):
         try:
-            spec = StatisticSpec.model_validate(fields)
+            spec = statistic_spec(fields)
         except ValidationError as e:
             err = e.errors()[0]
             loc = [str(p) for p in err["loc"] if not _is_union_tag(p)]
@@ -493,6 +656,42 @@ def _file_statistics(path: Path, reader: _StatisticReader) -> list[Statistic]:
             raise ReleaseError(f"{columnar_where(path, row)}: statistic '{spec.id}': {e}"
                                ) from None
     return out
+
+
+def statistic_spec(fields: dict[str, Any]) -> StatisticSpec:
+    """``StatisticSpec.model_validate(fields)``; a row of plain text fields (the usual row of a
+    statistics file) is checked here by hand with the very validators, anything else (or
+    anything that fails a check, for pydantic's own error) goes through pydantic."""
+    if _plain_fields(fields):
+        return StatisticSpec.model_construct(_fields_set=set(fields), **fields)
+    return StatisticSpec.model_validate(fields)
+
+
+def _plain_fields(fields: dict[str, Any]) -> bool:
+    """Text id and sql, text value/error that read as numbers, a noise mapping of positive
+    finite float scales: what ``StatisticSpec`` keeps exactly as given."""
+    if "id" not in fields or "sql" not in fields:
+        return False
+    for key, v in fields.items():
+        if key in ("id", "sql"):
+            if type(v) is not str:
+                return False
+        elif key in ("value", "error"):
+            if type(v) is not str or not _reads_as_number(v):
+                return False
+        elif key != "noise" or type(v) is not dict or not all(
+                type(k) is str and type(scale) is float and math.isfinite(scale) and scale > 0
+                for k, scale in v.items()):
+            return False
+    return True
+
+
+def _reads_as_number(text: str) -> bool:
+    try:
+        parse_rational(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _public_path(text: str, source: Path | None, where: str) -> tuple[Path, str | None]:

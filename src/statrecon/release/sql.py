@@ -621,6 +621,26 @@ class _Shape:
         return Query(self.aggregate, self.column, self.where(written, values),
                      self.sql.format(*written))
 
+    def query_cached(self, literals: list[str]) -> Query | None:
+        """``query`` with ``_cached_literal_sql``, each literal's value and SQL looked up
+        once per distinct source text (the same values, the same writer)."""
+        cache = _SOURCE_SQL
+        values, written = [], []
+        for text in literals:
+            known = cache.get(text)
+            if known is None:
+                value = literal_value(text)
+                known = (value, _cached_literal_sql(value, text[0] == "'"))
+                if len(cache) < 100_000:
+                    cache[text] = known
+            values.append(known[0])
+            written.append(known[1])
+        for i, col in self.checks:
+            if values[i] not in col.values:
+                return None
+        return Query(self.aggregate, self.column, self.where(written, values),
+                     self.sql.format(*written))
+
 
 def _format_template(text: str) -> str:
     """A text with slot marks as a ``str.format`` template."""
@@ -698,6 +718,7 @@ def _make_shape(sql: str, literals: list[str], schema: Schema, fresh: Query) -> 
 
 
 _LITERAL_SQL: dict[tuple[str, bool], str] = {}
+_SOURCE_SQL: dict[str, tuple[str, str]] = {}  # a literal's source text -> (value, its SQL)
 
 
 def _cached_literal_sql(value: str, is_string: bool) -> str:
@@ -735,7 +756,7 @@ class QueryParser:
         if shape is None:
             return parse_query(sql, self.schema)
         assert isinstance(shape, _Shape)
-        query = shape.query(literals, _cached_literal_sql)
+        query = shape.query_cached(literals)
         return query if query is not None else parse_query(sql, self.schema)
 
 

@@ -90,7 +90,12 @@ def one_by_one(public: PublicTable, sqls: list[str]) -> list[np.ndarray] | str:
         return str(e)
     finally:
         con.close()
-    return [found[s] for s in sqls]
+    masks = []
+    for s in sqls:  # _evaluate_each keeps the indices of the rows a predicate holds on
+        mask = np.zeros(public.rows, dtype=bool)
+        mask[found[s]] = True
+        masks.append(mask)
+    return masks
 
 
 def shared(public: PublicTable, sqls: list[str]) -> list[np.ndarray] | str:

@@ -150,21 +150,18 @@ def compile_linear(release: Release, public: PublicTable,
     n = public.rows
     _check_cells(release, len(parsed), n, max_cells)
     lower, upper = _record_bounds(secret, n, bounds)
-    masks = evaluate_predicates(release, public, [p.public_sql for p in parsed],
-                                [p.stat for p in parsed])
+    selected = evaluate_predicate_rows(release, public, [p.public_sql for p in parsed],
+                                       [p.stat for p in parsed])
     equations: list[_Equation] = []
-    for p, mask in zip(parsed, masks, strict=True):
-        equation = _equation(p, mask, public)
+    for p, rows in zip(parsed, selected, strict=True):
+        equation = _equation(p, rows, public)
         if equation is None:
             ignored.append(p.stat.id)
             continue
         equations.append(equation)
-    if equations:
-        matrix = sp.csr_matrix(np.vstack([e.mask for e in equations])).astype(np.float64)
-    else:
-        matrix = sp.csr_matrix((0, n), dtype=np.float64)
     return LinearSystem(
-        matrix=matrix, answers=np.array([float(e.value) for e in equations], dtype=float),
+        matrix=_matrix([e.rows for e in equations], n),
+        answers=np.array([float(e.value) for e in equations], dtype=float),
         exact_answers=tuple(e.value for e in equations),
         exact_errors=tuple(e.exact_error for e in equations),
         errors=np.array([e.error for e in equations], dtype=float),
@@ -175,13 +172,23 @@ def compile_linear(release: Release, public: PublicTable,
     )
 
 
+def _matrix(rows: list[np.ndarray], n: int) -> sp.csr_matrix:
+    """The 0/1 matrix whose row ``i`` is 1 on the public rows ``rows[i]`` (sorted indices)."""
+    indptr = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum([len(r) for r in rows], out=indptr[1:])
+    indices = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
+    return sp.csr_matrix((np.ones(len(indices), dtype=np.float64), indices, indptr),
+                         shape=(len(rows), n))
+
+
 @dataclass(frozen=True)
 class _Equation:
-    """One statistic as a row of the system: ``mask @ x`` is ``value`` (exactly, within
+    """One statistic as a row of the system: the sum of ``x`` over the public rows ``rows``
+    (sorted indices) is ``value`` (exactly, within
     ``error``, or up to noise of scale ``scale``)."""
 
     stat_id: str
-    mask: np.ndarray
+    rows: np.ndarray
     value: Fraction  # AVG already multiplied by the group size, complements turned around
     error: float  # half-width of the guaranteed interval (inf: noisy)
     scale: float  # weight of the answer's noise
@@ -215,10 +222,11 @@ def _record_bounds(secret: SecretColumn, n: int,
     return lower, upper
 
 
-def _equation(p: _Parsed, mask: np.ndarray, public: PublicTable) -> _Equation | None:
-    """The row of one statistic over the public rows ``mask`` selects; None when its
-    published answer says nothing about the secret (it is then listed as ignored)."""
-    group = int(mask.sum())
+def _equation(p: _Parsed, rows: np.ndarray, public: PublicTable) -> _Equation | None:
+    """The row of one statistic over the public rows ``rows`` (indices) its WHERE selects;
+    None when its published answer says nothing about the secret (it is then listed as
+    ignored)."""
+    group = len(rows)
     counted = p.stat.query.column
     if p.aggregate is Aggregate.COUNT_DISTINCT and counted is not None and len(
             set(public.columns[counted])) != public.rows:
@@ -241,8 +249,8 @@ def _equation(p: _Parsed, mask: np.ndarray, public: PublicTable) -> _Equation | 
         ans = p.stat.answer
         assert isinstance(ans, Noisy)
         param = next(iter(ans.distribution.values()), 1.0)
-        return _Equation(p.stat.id, mask, value, float("inf"), float(param) * scale, kind)
-    return _Equation(p.stat.id, mask, value, float(error), max(float(error), 0.0), kind,
+        return _Equation(p.stat.id, rows, value, float("inf"), float(param) * scale, kind)
+    return _Equation(p.stat.id, rows, value, float(error), max(float(error), 0.0), kind,
                      Fraction(error))
 
 
@@ -272,7 +280,20 @@ def _published(p: _Parsed, group: int) -> tuple[Fraction, Fraction, AnswerKind] 
 def evaluate_predicates(release: Release, public: PublicTable, sqls: list[str],
                         owners: list[Statistic]) -> list[np.ndarray]:
     """One boolean vector per public predicate, in public-table order (DuckDB); ``owners[i]``
-    is the statistic predicate ``i`` comes from, named by any error.
+    is the statistic predicate ``i`` comes from, named by any error. See
+    ``evaluate_predicate_rows``."""
+    out = []
+    for rows in evaluate_predicate_rows(release, public, sqls, owners):
+        mask = np.zeros(public.rows, dtype=bool)
+        mask[rows] = True
+        out.append(mask)
+    return out
+
+
+def evaluate_predicate_rows(release: Release, public: PublicTable, sqls: list[str],
+                            owners: list[Statistic]) -> list[np.ndarray]:
+    """Per public predicate, the sorted indices of the public rows it holds on (DuckDB);
+    ``owners[i]`` is the statistic predicate ``i`` comes from, named by any error.
 
     Predicates that differ only in their numbers (one *shape*) are evaluated together: one
     query joins a table of their numbers, each cast to the type DuckDB gives that number as a
@@ -321,18 +342,20 @@ def _evaluate_each(con: Any, table: str, sqls: list[str], found: dict[str, np.nd
                 owner = owner_of[sql]
                 raise StatreconError(f"{owner.where_text}: {sql!r} is NULL on a public row",
                                      statistic=owner.id)
-            found[sql] = col
+            found[sql] = np.flatnonzero(col)
 
 
 _TYPE_NAME = re.compile(r"[A-Z]+(?:\(\d+,\d+\))?")
 _PARAM = "__statrecon_p"
+_RAW = "__statrecon_raw"
 
 
 @dataclass
 class _ShapeGroup:
     """Public predicates of one shape and one tuple of number types."""
 
-    template: str  # the shape, each number slot written as a cast parameter
+    template: str  # the shape, each number slot written as a parameter column
+    kinds: tuple[str, ...]  # DuckDB's type of each number slot
     sqls: list[str]
     numbers: list[list[str]]  # per predicate, its numbers' text
 
@@ -342,10 +365,73 @@ def _evaluate_shapes(con: Any, table: str, sqls: list[str], rows: int,
     """Evaluate the predicates that share a shape with others, one query per shape; returns
     the predicates left for ``_evaluate_each``."""
     groups, rest = _shape_groups(con, sqls)
+    if len(groups) > 1:
+        groups = _evaluate_together(con, table, groups, found)
     for group in groups:
         if not _evaluate_group(con, table, group, rows, found):
             rest.extend(group.sqls)
     return rest
+
+
+def _evaluate_together(con: Any, table: str, groups: list[_ShapeGroup],
+                       found: dict[str, np.ndarray]) -> list[_ShapeGroup]:
+    """Every group in one query (each its ``_evaluate_group`` query, UNION ALL), and the
+    first predicate of each alone in one more; returns the groups not settled (DuckDB refused
+    the query, a value is NULL, or a first predicate disagrees), for one query each."""
+    import duckdb
+    import pandas as pd
+
+    width = max(len(g.numbers[0]) for g in groups)
+    params = pd.DataFrame({
+        "g": np.repeat(np.arange(len(groups)), [len(g.sqls) for g in groups]),
+        "k": np.concatenate([np.arange(len(g.sqls)) for g in groups]),
+        **{f"c{j}": [n[j] if j < len(n) else None for g in groups for n in g.numbers]
+           for j in range(width)}})
+    name = quote_identifier(table)
+    ctes = ", ".join(
+        f"__statrecon_p{i} AS MATERIALIZED (SELECT k"
+        + "".join(f", CAST(c{j} AS {kind}) AS c{j}" for j, kind in enumerate(g.kinds))
+        + f" FROM {_RAW} WHERE g = {i})" for i, g in enumerate(groups))
+    joins = " UNION ALL ".join(
+        f"SELECT {i} AS g, {_PARAM}.k AS k, {name}.__row AS r, "
+        f"CAST(({g.template}) AS BOOLEAN) AS v FROM __statrecon_p{i} AS {_PARAM}, {name}"
+        for i, g in enumerate(groups))
+    con.register(_RAW, params)
+    try:
+        result = con.execute(f"WITH {ctes} SELECT g, k, r, v FROM ({joins}) "
+                             "WHERE v IS NOT FALSE").fetchnumpy()
+        alone = _select(con, table, [g.sqls[0] for g in groups])
+    except duckdb.Error:
+        return groups
+    finally:
+        con.unregister(_RAW)
+    g_of = np.asarray(result["g"], dtype=np.int64)
+    k = np.asarray(result["k"], dtype=np.int64)
+    r = np.asarray(result["r"], dtype=np.int64)
+    null = np.ma.getmaskarray(result["v"]) if np.ma.isMaskedArray(result["v"]) else None
+    order = np.lexsort((r, k, g_of))
+    g_of, k, r = g_of[order], k[order], r[order]
+    null = null[order] if null is not None else None
+    bounds = np.searchsorted(g_of, np.arange(len(groups) + 1))
+    unsettled = []
+    for i, group in enumerate(groups):
+        lo, hi = bounds[i], bounds[i + 1]
+        if (null is not None and null[lo:hi].any()) or not _store(
+                group, k[lo:hi], r[lo:hi], alone[i], found):
+            unsettled.append(group)
+    return unsettled
+
+
+def _store(group: _ShapeGroup, k: np.ndarray, r: np.ndarray, alone: np.ndarray | None,
+           found: dict[str, np.ndarray]) -> bool:
+    """Each predicate's rows from a group's (k, r) pairs (sorted by k, then r); False when
+    the first predicate disagrees with ``alone``, itself evaluated on its own."""
+    selected = np.split(r, np.searchsorted(k, np.arange(1, len(group.sqls))))
+    if alone is None or not np.array_equal(selected[0], np.flatnonzero(alone)):
+        return False
+    for sql, chosen in zip(group.sqls, selected, strict=True):
+        found[sql] = chosen
+    return True
 
 
 def _shape_groups(con: Any, sqls: list[str]) -> tuple[list[_ShapeGroup], list[str]]:
@@ -358,23 +444,28 @@ def _shape_groups(con: Any, sqls: list[str]) -> tuple[list[_ShapeGroup], list[st
     rest: list[str] = []
     for sql in sqls:
         cut = literal_shape(sql)
-        if cut is None or _PARAM in sql:
+        if cut is None or _PARAM in sql or _RAW in sql:
             rest.append(sql)
             continue
         shape, literals = cut
-        strings = iter([t for t in literals if t[0] == "'"])
         # strings stay in the shape (their type depends on where they stand); numbers become
-        # slots ({} after escaping the shape's braces, of which a checked shape has none)
-        key = _SHAPE_MARK.sub(lambda m, it=strings: next(it) if m.group(0) == "\x00s"  # type: ignore[misc]
-                              else "\x00n", shape)
-        scanned.append((sql, key, [t for t in literals if t[0] != "'"], []))
+        # slots
+        parts = shape.split("\x00")
+        numbers = []
+        for j, literal in enumerate(literals, start=1):
+            if literal[0] == "'":
+                parts[j] = literal + parts[j][1:]
+            else:
+                parts[j] = "\x00n" + parts[j][1:]
+                numbers.append(literal)
+        scanned.append((sql, "".join(parts), numbers, []))
     types = _literal_types(con, {t for _, _, numbers, _ in scanned for t in numbers})
     by_key: dict[tuple[str, tuple[str, ...]], _ShapeGroup] = {}
     for sql, key, numbers, _ in scanned:
         kinds = tuple(types.get(t, "") for t in numbers)
         group = by_key.get((key, kinds))
         if group is None:
-            group = by_key[(key, kinds)] = _ShapeGroup(_template(key, kinds), [], [])
+            group = by_key[(key, kinds)] = _ShapeGroup(_template(key, kinds), kinds, [], [])
         group.sqls.append(sql)
         group.numbers.append(numbers)
     groups = []
@@ -386,15 +477,13 @@ def _shape_groups(con: Any, sqls: list[str]) -> tuple[list[_ShapeGroup], list[st
     return groups, rest
 
 
-_SHAPE_MARK = re.compile("\x00[sif]")
-
-
 def _template(key: str, kinds: tuple[str, ...]) -> str:
-    """The shape as SQL, slot ``j`` read from the parameter table as DuckDB's type of it."""
+    """The shape as SQL, slot ``j`` read from the parameter table (where ``_evaluate_group``
+    has cast it, once per predicate, to DuckDB's type of the number as a literal)."""
     parts = key.split("\x00n")
     out = [parts[0]]
-    for j, (kind, part) in enumerate(zip(kinds, parts[1:], strict=True)):
-        out.append(f"CAST({_PARAM}.c{j} AS {kind}){part}")
+    for j, part in enumerate(parts[1:]):
+        out.append(f"{_PARAM}.c{j}{part}")
     return "".join(out)
 
 
@@ -421,10 +510,13 @@ def _evaluate_group(con: Any, table: str, group: _ShapeGroup, rows: int,
     params = pd.DataFrame({"k": np.arange(len(group.sqls)),
                            **{f"c{j}": [n[j] for n in group.numbers] for j in range(width)}})
     name = quote_identifier(table)
-    con.register(_PARAM, params)
+    casts = "".join(f", CAST(c{j} AS {kind}) AS c{j}" for j, kind in enumerate(group.kinds))
+    con.register(_RAW, params)
     try:
-        # only the rows a predicate holds on (or is NULL on) come back: v is TRUE or NULL
+        # each number cast once (not once per public row); only the rows a predicate holds
+        # on (or is NULL on) come back: v is TRUE or NULL
         result = con.execute(
+            f"WITH {_PARAM} AS MATERIALIZED (SELECT k{casts} FROM {_RAW}) "
             f"SELECT k, r, v FROM (SELECT {_PARAM}.k AS k, {name}.__row AS r, "
             f"CAST(({group.template}) AS BOOLEAN) AS v FROM {_PARAM}, {name}) "
             "WHERE v IS NOT FALSE").fetchnumpy()
@@ -432,17 +524,17 @@ def _evaluate_group(con: Any, table: str, group: _ShapeGroup, rows: int,
     except duckdb.Error:
         return False
     finally:
-        con.unregister(_PARAM)
+        con.unregister(_RAW)
     v = result["v"]
     if np.ma.isMaskedArray(v) and np.ma.getmaskarray(v).any():
         return False
-    masks = np.zeros((len(group.sqls), rows), dtype=bool)
-    masks[np.asarray(result["k"], dtype=np.int64), np.asarray(result["r"], dtype=np.int64)] = True
-    if alone is None or not np.array_equal(masks[0], alone):
-        return False
-    for sql, mask in zip(group.sqls, masks, strict=True):
-        found[sql] = mask
-    return True
+    # one sort key per pair (k, r), r < rows; DuckDB often returns them sorted already
+    width = max(rows, 1)
+    pairs = np.asarray(result["k"], dtype=np.int64) * width + np.asarray(result["r"],
+                                                                         dtype=np.int64)
+    if pairs.size and not (pairs[1:] >= pairs[:-1]).all():
+        pairs.sort(kind="stable")  # timsort: fast on the sorted runs DuckDB gives
+    return _store(group, pairs // width, pairs % width, alone, found)
 
 
 def _select(con: Any, table: str, batch: list[str]) -> list[np.ndarray | None]:
@@ -464,6 +556,7 @@ def _parse_all(release: Release) -> tuple[SecretColumn, list[_Parsed], list[str]
     parsed: list[_Parsed] = []
     ignored: list[str] = []
     target: frozenset[str] | None = None
+    signs: dict[Any, tuple[int, frozenset[str]]] = {}
     for stat in release.statistics:
         if stat.answer is None:
             raise StatreconError(f"{stat.where_text} has no published value "
@@ -475,7 +568,11 @@ def _parse_all(release: Release) -> tuple[SecretColumn, list[_Parsed], list[str]
             if not secret_parts:
                 ignored.append(stat.id)  # a count of public rows: no information on the secret
                 continue
-            sign, target = _count_sign(stat, col, secret_parts, target)
+            key = (tuple(secret_parts), target)
+            known_sign = signs.get(key)  # the same condition gives the same sign
+            if known_sign is None:
+                known_sign = signs[key] = _count_sign(stat, col, secret_parts, target)
+            sign, target = known_sign
             parsed.append(_Parsed(stat, public_sql, sign, q.aggregate))
         elif q.aggregate in (Aggregate.SUM, Aggregate.AVG):
             if q.column != col.name:
