@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 
 from statrecon.engines.exact import ExactOptions, reconstruct_exact
+from statrecon.engines.linear import ESTIMATORS, LinearOptions, LinearResult, reconstruct_linear
 from statrecon.engines.linear import METHODS as LINEAR_METHODS
-from statrecon.engines.linear import LinearOptions, LinearResult, reconstruct_linear
 from statrecon.engines.linear.model import compile_linear, linear_reason, secret_column
 from statrecon.engines.linear.problem import UnsuitableMethod
 from statrecon.engines.record_model import check_model_size, model_size
@@ -47,7 +47,8 @@ def reconstruct(
     >>> result.status, result.solution_count              # doctest: +SKIP
     ('unique', 1)
     """
-    if method in LINEAR_METHODS and (linear or LinearOptions()).time_limit is not None:
+    if method in ESTIMATORS and ESTIMATORS[method].highs and (
+            linear or LinearOptions()).time_limit is not None:
         _prestart_solver()
     if not isinstance(release, Release):
         release = load_release(release)

@@ -177,3 +177,26 @@ def test_many_rows_load_fast(tmp_path: Path) -> None:
     release = load_release(rel)
     assert len(release.statistics) == n
     assert time.perf_counter() - start < 10
+
+
+def test_a_parquet_bomb_is_refused_from_its_footer(tmp_path: Path) -> None:
+    """Three million identical rows compress to a few kilobytes; the footer's row count is
+    refused before anything is decompressed, quickly and in one line."""
+    rel = release_dir(tmp_path, "stats.parquet")
+    n = 3_000_000
+    sql = pa.array(["SELECT COUNT(*) FROM t"] * n).dictionary_encode()
+    pq.write_table(pa.table({"id": pa.array(["x"] * n).dictionary_encode(), "sql": sql}),
+                   tmp_path / "stats.parquet")
+    assert (tmp_path / "stats.parquet").stat().st_size < 1_000_000
+    start = time.perf_counter()
+    with pytest.raises(ReleaseError, match="3,000,000 statistics, over the limit of 2,000,000"):
+        load_release(rel)
+    assert time.perf_counter() - start < 2
+
+
+def test_unknown_parquet_columns_are_refused_before_reading(tmp_path: Path) -> None:
+    rel = release_dir(tmp_path, "stats.parquet")
+    pq.write_table(pa.table({"id": ["a"], "sql": ["SELECT COUNT(*) FROM t"], "x": [1]}),
+                   tmp_path / "stats.parquet")
+    with pytest.raises(ReleaseError, match="unknown column 'x'"):
+        load_release(rel)

@@ -20,6 +20,11 @@ from statrecon.errors import ReleaseError
 
 COLUMNS = ("id", "sql", "value", "error", "decimals", "suppressed", "noise")
 REQUIRED = ("id", "sql")
+# A statistics file from a stranger is sized before it is read: Parquet compresses a few
+# megabytes into billions of repeated cells, so its declared rows and uncompressed bytes are
+# checked from the footer; a CSV is as large as its file.
+MAX_STATISTICS = 2_000_000
+MAX_BYTES = 2**30
 _WHOLE = re.compile(r"\s*[+-]?\d+\s*")
 _NOISE = re.compile(r"\s*([a-z]+)\s*:\s*(\S+)\s*")
 _TRUE = frozenset({"true", "yes", "1"})
@@ -81,12 +86,11 @@ def _read_columns(path: Path) -> dict[str, list[Any]]:
     suffix = path.suffix.lower()
     try:
         if suffix in (".parquet", ".pq"):
-            import pyarrow.parquet as pq
-
-            table = pq.read_table(path)
+            table = _read_parquet(path)
         elif suffix in (".csv", ".tsv"):
             import pyarrow.csv as pcsv
 
+            _check_size(path, 0, path.stat().st_size)
             names = _csv_header(path, "\t" if suffix == ".tsv" else ",")
             table = pcsv.read_csv(
                 path, parse_options=pcsv.ParseOptions(delimiter="\t" if suffix == ".tsv" else ","),
@@ -100,6 +104,7 @@ def _read_columns(path: Path) -> dict[str, list[Any]]:
         raise ReleaseError(f"{path}: cannot read the statistics file: "
                            f"{str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
     names = [str(n) for n in table.column_names]
+    _check_size(path, table.num_rows, 0)
     unknown = [n for n in names if n not in COLUMNS]
     if unknown:
         raise ReleaseError(f"{path}: unknown column '{unknown[0]}' (columns: "
@@ -111,6 +116,31 @@ def _read_columns(path: Path) -> dict[str, list[Any]]:
         raise ReleaseError(f"{path}: column '{missing[0]}' is missing (a statistic needs "
                            "id and sql)")
     return {n: table.column(n).to_pylist() for n in names}
+
+
+def _read_parquet(path: Path) -> Any:
+    """The Parquet table, after its footer says it is within the limits (rows, uncompressed
+    bytes) and has only known columns (the rest is never decompressed)."""
+    import pyarrow.parquet as pq
+
+    with pq.ParquetFile(path) as f:
+        meta = f.metadata
+        _check_size(path, meta.num_rows, sum(meta.row_group(i).total_byte_size
+                                             for i in range(meta.num_row_groups)))
+        names = [str(n) for n in f.schema_arrow.names]
+        unknown = [n for n in names if n not in COLUMNS]
+        if unknown:
+            raise ReleaseError(f"{path}: unknown column '{unknown[0]}' (columns: "
+                               f"{', '.join(COLUMNS)})")
+        return f.read()
+
+
+def _check_size(path: Path, rows: int, size: int) -> None:
+    if rows > MAX_STATISTICS:
+        raise ReleaseError(f"{path}: {rows:,} statistics, over the limit of {MAX_STATISTICS:,}")
+    if size > MAX_BYTES:
+        raise ReleaseError(f"{path}: {size:,} bytes of statistics (uncompressed), over the "
+                           f"limit of {MAX_BYTES:,}")
 
 
 def _csv_header(path: Path, delimiter: str) -> list[str]:

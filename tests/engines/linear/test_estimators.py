@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
@@ -22,6 +23,8 @@ from statrecon.engines.linear.estimators import Estimator, estimators_help
 from statrecon.engines.linear.model import LinearSystem, compile_linear
 from statrecon.release.files import parse_release
 from statrecon.release.known import PublicTable
+
+HOSPITAL = Path(__file__).resolve().parents[3] / "examples" / "hospital.yaml"
 
 # x = (1, 0, 1, 1, 0): five records, five independent subset counts
 F = np.array([[1, 1, 0, 0, 0], [0, 1, 1, 0, 0], [0, 0, 1, 1, 0], [0, 0, 0, 1, 1],
@@ -64,6 +67,7 @@ class Midpoint:
 
     name: ClassVar[str] = "midpoint"
     summary: ClassVar[str] = "the middle of the box"
+    highs: ClassVar[bool] = False
 
     def estimate(self, problem: Problem) -> Estimate:
         return Estimate((problem.lo + problem.hi) / 2, "estimated", ("midpoint: a guess",))
@@ -121,3 +125,18 @@ def test_the_registry_loads_no_solver_at_cli_start_up() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.strip() == "[]"
+
+
+@pytest.mark.parametrize(("method", "started"), [("lp-l1", True), ("lp-linf", True), ("ls", False),
+                                                  ("kaczmarz", False), ("determine", False)])
+def test_the_solver_worker_is_started_ahead_only_for_highs_methods(
+        monkeypatch: pytest.MonkeyPatch, method: str, started: bool) -> None:
+    """A time-limited HiGHS solve runs in a worker process, started while the release loads;
+    the other methods never use it, so none is started for them."""
+    import statrecon
+    from statrecon.engines.linear import solvers
+
+    calls: list[None] = []
+    monkeypatch.setattr(solvers, "prestart_worker", lambda: calls.append(None))
+    statrecon.reconstruct(HOSPITAL, method=method)
+    assert bool(calls) is started

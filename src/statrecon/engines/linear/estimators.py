@@ -36,6 +36,8 @@ class Estimator(Protocol):
 
     name: ClassVar[str]
     summary: ClassVar[str]
+    # solves with HiGHS, so under a time limit in a worker process (started ahead by the API)
+    highs: ClassVar[bool]
 
     def estimate(self, problem: Problem) -> Estimate: ...
 
@@ -54,6 +56,7 @@ class LeastSquares:
     """Least squares; in the box only when the box is background knowledge (``--bounds``)."""
 
     name: ClassVar[str] = "ls"
+    highs: ClassVar[bool] = False
     summary: ClassVar[str] = "least squares, in the box only with --bounds"
 
     def estimate(self, problem: Problem) -> Estimate:
@@ -76,6 +79,7 @@ class LpL1:
     """The smallest total (weighted) error in the box, by linear programming."""
 
     name: ClassVar[str] = "lp-l1"
+    highs: ClassVar[bool] = True
     summary: ClassVar[str] = "LP decoding, least total error"
 
     def estimate(self, problem: Problem) -> Estimate:
@@ -91,6 +95,7 @@ class LpLinf:
     """The smallest largest error in the box (Dinur–Nissim), by linear programming."""
 
     name: ClassVar[str] = "lp-linf"
+    highs: ClassVar[bool] = True
     summary: ClassVar[str] = "LP decoding, least largest error"
 
     def estimate(self, problem: Problem) -> Estimate:
@@ -107,6 +112,7 @@ class IntegerProgram:
     integer point the estimate is clipped least squares, and a note says so."""
 
     name: ClassVar[str] = "ip"
+    highs: ClassVar[bool] = True
     summary: ClassVar[str] = "integer decoding, optimum proven by HiGHS"
 
     def estimate(self, problem: Problem) -> Estimate:
@@ -128,6 +134,7 @@ class Kaczmarz:
     """Randomized block Kaczmarz in the box: reads statistics as a stream."""
 
     name: ClassVar[str] = "kaczmarz"
+    highs: ClassVar[bool] = False
     summary: ClassVar[str] = "randomized Kaczmarz projections, statistics as a stream"
 
     def estimate(self, problem: Problem) -> Estimate:
@@ -145,6 +152,7 @@ class Sgd:
     """Adam on the squared residual, ten passes per epoch of the other iterative methods."""
 
     name: ClassVar[str] = "sgd"
+    highs: ClassVar[bool] = False
     summary: ClassVar[str] = "Adam gradient descent in the box"
 
     def estimate(self, problem: Problem) -> Estimate:
