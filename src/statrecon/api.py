@@ -12,7 +12,7 @@ import numpy as np
 from statrecon.engines.exact import ExactOptions, reconstruct_exact
 from statrecon.engines.linear import ESTIMATORS, LinearOptions, LinearResult, reconstruct_linear
 from statrecon.engines.linear import METHODS as LINEAR_METHODS
-from statrecon.engines.linear.model import compile_linear, linear_reason, secret_column
+from statrecon.engines.linear.model import compile_linear, linear_plan, secret_column
 from statrecon.engines.linear.problem import UnsuitableMethod
 from statrecon.engines.record_model import check_model_size, model_size
 from statrecon.errors import StatreconError
@@ -47,9 +47,7 @@ def reconstruct(
     >>> result.status, result.solution_count              # doctest: +SKIP
     ('unique', 1)
     """
-    if method in ESTIMATORS and ESTIMATORS[method].highs and (
-            linear or LinearOptions()).time_limit is not None:
-        _prestart_solver()
+    prepare_solver(method, linear)
     if not isinstance(release, Release):
         release = load_release(release)
     if method not in METHODS:
@@ -57,7 +55,8 @@ def reconstruct(
     table = resolve_public(release, public)
     why = f"--method {method}"
     if method != "exact":
-        reason = linear_reason(release, table) if table is not None else "no public table"
+        plan, reason = (linear_plan(release, table) if table is not None
+                        else (None, "no public table"))
         if method == "auto":
             method, why = _auto_route(release, table, reason, options)
         if method in LINEAR_METHODS:
@@ -69,7 +68,8 @@ def reconstruct(
             assert table is not None
             per_record = _bounds(bounds, table, release) if bounds else None
             opts = linear or LinearOptions()
-            system = compile_linear(release, table, per_record, max_cells=opts.max_cells)
+            system = compile_linear(release, table, per_record, max_cells=opts.max_cells,
+                                    plan=plan)
             try:
                 result = reconstruct_linear(system, replace(opts, method=method))
             except UnsuitableMethod as e:  # the user's choice of method; anything else is a bug
@@ -88,13 +88,16 @@ def reconstruct(
     return replace(exact, route=Route("exact", "exact", why))
 
 
-def _prestart_solver() -> None:
-    """A time-limited linear solve runs in a worker process; starting it now overlaps its
-    imports with loading and compiling the release (it is stopped at exit if unused)."""
-    # lazy: scipy's solvers load only on the linear route, not when the front door is imported
-    from statrecon.engines.linear.solvers import prestart_worker
+def prepare_solver(method: str, linear: LinearOptions | None = None) -> None:
+    """A time-limited HiGHS solve runs in a worker process; starting it before the release is
+    read overlaps its imports with loading and compiling (it is stopped at exit if unused).
+    Only for the methods that solve with HiGHS; calling it twice starts one worker."""
+    if method in ESTIMATORS and ESTIMATORS[method].highs and (
+            linear or LinearOptions()).time_limit is not None:
+        # lazy: scipy's solvers load only on the linear route, not with the front door
+        from statrecon.engines.linear.solvers import prestart_worker
 
-    prestart_worker()
+        prestart_worker()
 
 
 EXACT_MAX_ROWS = 40
@@ -118,7 +121,7 @@ def _auto_route(release: Release, table: PublicTable | None, reason: str | None,
         return "exact", (f"auto: a discrete secret over at most {EXACT_MAX_ROWS} known rows, "
                          "where CP-SAT also uses the domain and enumerates every dataset; "
                          f"{_exact_size(release, table, options, None)}")
-    assert table is not None  # linear_reason says "no public table" otherwise
+    assert table is not None  # linear_plan says "no public table" otherwise
     return "determine", ("auto: every statistic is linear in one secret column of the public "
                          "table's rows, so exact determinability plus a least-squares estimate; "
                          f"{len(release.statistics):,} statistics x {table.rows:,} public rows")

@@ -95,12 +95,17 @@ def reconstruct(
     """Find every dataset consistent with a release; say what is certain."""
     from dataclasses import replace
 
+    from statrecon.api import prepare_solver
     from statrecon.api import reconstruct as run
     from statrecon.engines.exact import DEFAULT_TIME_LIMIT, ExactOptions
     from statrecon.engines.linear import LinearOptions, LinearResult
     from statrecon.release.files import load_release
 
     mode = _noise_mode(noise_mode, noise_as_bounds, method)
+    unbounded = time_limit is not None and math.isinf(time_limit)
+    linear = LinearOptions(time_limit=None if unbounded else time_limit or 60.0, seed=seed,
+                           max_cells=max_matrix_cells)
+    prepare_solver(method, linear)  # the solver's worker starts while the release is read
     rel = load_release(release)
     pair = None
     if bounds is not None:
@@ -108,9 +113,6 @@ def reconstruct(
         if len(parts) != 2 or not all(p.strip() for p in parts):
             raise StatreconError(f"--bounds {bounds!r}: expected 'lower,upper'")
         pair = (parts[0], parts[1])
-    unbounded = time_limit is not None and math.isinf(time_limit)
-    linear = LinearOptions(time_limit=None if unbounded else time_limit or 60.0, seed=seed,
-                           max_cells=max_matrix_cells)
     options = ExactOptions(limit=limit,
                            time_limit=None if unbounded else time_limit or DEFAULT_TIME_LIMIT,
                            keep_solutions=None if all_ else (1 if as_json else 10),

@@ -60,7 +60,10 @@ def open_connection() -> duckdb.DuckDBPyConnection:
     """
     import duckdb
 
-    return duckdb.connect(config=dict(_OPEN_CONFIG))
+    con = duckdb.connect(config=dict(_OPEN_CONFIG))
+    # DuckDB's own progress bar would write to the terminal during long queries, over ours
+    con.execute("SET enable_progress_bar = false")
+    return con
 
 
 def lock(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:

@@ -472,3 +472,9 @@ def test_tampered_cell_definitions_are_refused(census_release_file: Path, tmp_pa
     pq.write_table(table.replace_schema_metadata({METADATA_KEY: json.dumps(meta)}), bad)
     assert_user_error(statrecon("census", "reconstruct", bad, "--out", tmp_path / "r.parquet"),
                       str(bad), "cell definitions", "sex")
+
+
+def test_hardened_connection_draws_no_progress_bar_of_its_own() -> None:
+    """DuckDB's bar would write to the terminal over statrecon's own progress."""
+    con = hardened()
+    assert con.execute("SELECT current_setting('enable_progress_bar')").fetchone() == (False,)

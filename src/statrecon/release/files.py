@@ -19,6 +19,7 @@ from pydantic import (
     field_validator,
 )
 
+from statrecon.bulk import collector_paused
 from statrecon.db import check_identifier
 from statrecon.errors import ReleaseError, StatreconError
 from statrecon.outputs import dump_yaml, write_atomically
@@ -217,6 +218,11 @@ def read_text_file(path: Path) -> str:
 
 
 def parse_release(text: str, source: Path | None = None) -> Release:
+    with collector_paused():  # millions of small acyclic objects for a large release
+        return _parse_release(text, source)
+
+
+def _parse_release(text: str, source: Path | None) -> Release:
     where = str(source) if source else "<release>"
     fast = fast_yaml(text)
     if fast is not None:

@@ -8,7 +8,7 @@ can encode (affine comparisons of integer columns, set membership of categorical
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Literal
 
@@ -84,6 +84,10 @@ class KnownBool:
     """A boolean SQL expression over known columns and constants only (DuckDB evaluates it)."""
 
     sql: str
+    # How the statement-shape cache wrote ``sql``: a ``str.format`` template and the literals'
+    # SQL it was filled with (``template.format(*literals) == sql``), so that a compiler groups
+    # predicates of one shape without scanning their text again. Not part of the value.
+    filled: tuple[str, tuple[str, ...]] | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

@@ -596,7 +596,7 @@ class _ShapeTranslator(_Translator):
         raise _Uncacheable("arithmetic on an unknown column")
 
 
-Filler = Callable[[list[str], list[str]], Predicate]
+Filler = Callable[[tuple[str, ...], list[str]], Predicate]
 
 
 @dataclass(frozen=True)
@@ -617,7 +617,7 @@ class _Shape:
         for i, col in self.checks:
             if values[i] not in col.values:
                 return None
-        written = [render(v, s) for v, s in zip(values, self.strings, strict=True)]
+        written = tuple(render(v, s) for v, s in zip(values, self.strings, strict=True))
         return Query(self.aggregate, self.column, self.where(written, values),
                      self.sql.format(*written))
 
@@ -638,7 +638,7 @@ class _Shape:
         for i, col in self.checks:
             if values[i] not in col.values:
                 return None
-        return Query(self.aggregate, self.column, self.where(written, values),
+        return Query(self.aggregate, self.column, self.where(tuple(written), values),
                      self.sql.format(*written))
 
 
@@ -658,7 +658,7 @@ def _filler(pred: Predicate) -> Filler:
     """A function from (written literals, literal values) to the predicate with them in."""
     if isinstance(pred, KnownBool):
         template = _format_template(pred.sql)
-        return lambda written, values: KnownBool(template.format(*written))
+        return lambda written, values: KnownBool(template.format(*written), (template, written))
     if isinstance(pred, InSet):
         column = pred.column
         slots = [(int(m.group(1)), None) if (m := _SLOT.fullmatch(v)) else (-1, v)
@@ -697,8 +697,10 @@ def _literal_nodes(tree: exp.Expr, sql: str, literals: list[str]) -> list[exp.Li
     return found
 
 
-def _make_shape(sql: str, literals: list[str], schema: Schema, fresh: Query) -> _Shape:
-    """The shape of ``sql`` (already parsed fresh into ``fresh``), or _Uncacheable."""
+def _make_shape(sql: str, literals: list[str], schema: Schema, fresh: Query
+                ) -> tuple[_Shape, Query]:
+    """The shape of ``sql`` (already parsed fresh into ``fresh``) and ``sql`` filled into it
+    (checked equal to ``fresh``), or _Uncacheable."""
     tree = _parse(sql)
     nodes = _literal_nodes(tree, sql, literals)
     for i, node in enumerate(nodes):
@@ -714,7 +716,7 @@ def _make_shape(sql: str, literals: list[str], schema: Schema, fresh: Query) -> 
     again = shape.query(literals, _cached_literal_sql)
     if again != fresh or again is None or again.sql != fresh.sql:
         raise _Uncacheable("filling in the first statement does not give its parse")
-    return shape
+    return shape, again
 
 
 _LITERAL_SQL: dict[tuple[str, bool], str] = {}
@@ -749,10 +751,11 @@ class QueryParser:
         if shape is _MISSING:
             fresh = parse_query(sql, self.schema)  # errors of the first statement as they are
             try:
-                self.shapes[key] = _make_shape(sql, literals, self.schema, fresh)
+                self.shapes[key], filled = _make_shape(sql, literals, self.schema, fresh)
             except _Uncacheable:
                 self.shapes[key] = None
-            return fresh
+                return fresh
+            return filled  # equal to ``fresh``, and filled like the statements after it
         if shape is None:
             return parse_query(sql, self.schema)
         assert isinstance(shape, _Shape)

@@ -144,3 +144,56 @@ def test_an_error_still_names_its_statistic() -> None:
     sqls = ["age = 1", "age = 2", "CAST('x' || age AS INTEGER) = 3"]
     with pytest.raises(StatreconError, match="statistic 's2'"):
         evaluate_predicates(RELEASE, public, sqls, owners(sqls))
+
+
+def _plan_fills(texts: list[str]) -> tuple[list[str], list]:
+    """Public predicates and their fills (template + literals) as ``compile_linear`` gets them
+    from the statement-shape cache, for statements WHERE <text> AND dx = 'yes'."""
+    from statrecon.engines.linear.model import linear_plan
+    from statrecon.release.sql import QueryParser
+    from statrecon.release.statistic import Exact
+
+    parser = QueryParser(SCHEMA)
+    stats = tuple(
+        Statistic(f"s{i}", sql, parser.parse(sql), Exact(1))  # type: ignore[arg-type]
+        for i, sql in enumerate(
+            f"SELECT COUNT(*) FROM t WHERE ({text}) AND dx = 'yes'" for text in texts))
+    plan, reason = linear_plan(Release(name="r", schema=SCHEMA, statistics=stats))
+    assert plan is not None, reason
+    return [p.public_sql for p in plan.parsed], [p.public_fill for p in plan.parsed]
+
+
+@settings(max_examples=80, deadline=None)
+@given(public_table(), st.lists(st.tuples(st.sampled_from(TEMPLATES), numbers, numbers),
+                                min_size=2, max_size=30))
+def test_shapes_read_from_the_parse_equal_shapes_read_from_the_text(
+        public: PublicTable, drawn: list[tuple[str, str, str]]) -> None:
+    """The shape a statement brings from its parse (``KnownBool.filled``) groups predicates
+    as scanning their text does, with the same numbers, and evaluates to the same rows."""
+    try:
+        sqls, fills = _plan_fills([t.format(a=a, b=b) for t, a, b in drawn])
+    except StatreconError:
+        return  # a statement the schema refuses (e.g. age = '<text>') is no shape at all
+    con = hardened()
+    try:
+        by_text, rest_text = _shape_groups(con, list(dict.fromkeys(sqls)))
+        by_fill, rest_fill = _shape_groups(con, list(dict.fromkeys(sqls)),
+                                           dict(zip(sqls, fills, strict=True)))
+    finally:
+        con.close()
+    assert any(f is not None for f in fills[1:]) or len(set(sqls)) < 2
+
+    def partition(groups: list) -> set:
+        return {frozenset(zip(g.sqls, map(tuple, g.numbers), strict=True)) for g in groups}
+
+    assert partition(by_fill) == partition(by_text)
+    assert sorted(rest_fill) == sorted(rest_text)
+    expected = one_by_one(public, sqls)
+    try:
+        got = evaluate_predicates(RELEASE, public, sqls, owners(sqls))
+    except StatreconError as e:
+        assert isinstance(expected, str), str(e)
+        return
+    assert not isinstance(expected, str), expected
+    for a, b in zip(got, expected, strict=True):
+        assert np.array_equal(a, b)

@@ -106,3 +106,21 @@ def test_the_worker_solves_what_this_process_solves() -> None:
     assert there is not None
     assert here[1] == there[1] == "optimal"
     assert np.allclose(here[0], there[0])
+
+
+def test_a_worker_that_cannot_start_is_not_called_a_time_out(monkeypatch: pytest.MonkeyPatch
+                                                             ) -> None:
+    """A worker process that dies before it is ready (here: the interpreter path is broken)
+    gives its own error, and the estimate says so rather than blaming a time limit."""
+    import sys
+
+    from statrecon.engines.linear import solvers
+    from statrecon.engines.linear.problem import WorkerUnavailable
+
+    solvers._stop_idle()
+    monkeypatch.setattr(sys, "executable", "/bin/false")
+    with pytest.raises(WorkerUnavailable, match="did not start"):
+        bounded_call(abs, (-1,), 5.0)
+    F = np.array([[1.0, 1.0, 0.0], [0.0, 1.0, 1.0], [1.0, 0.0, 1.0]])
+    with pytest.raises(WorkerUnavailable):
+        solve_lp_l1(F, F @ np.array([1.0, 0.0, 1.0]), np.zeros(3), np.ones(3), time_limit=5.0)

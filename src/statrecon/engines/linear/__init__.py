@@ -253,7 +253,7 @@ def reconstruct_linear(system: LinearSystem, options: LinearOptions) -> LinearRe
         except SolverIncomplete as e:
             status = "unknown"
             x = clipped_least_squares(problem)
-            notes.append(f"{method}: {e} (time limit?); the estimate is least squares")
+            notes.append(f"{method}: {e}; the estimate is least squares")
     else:
         raise ValueError(f"unknown method {method!r} (choose from "
                          f"{', '.join(('determine', *ESTIMATORS))})")

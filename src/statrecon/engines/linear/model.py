@@ -11,6 +11,7 @@ matrix. AVG is turned into a SUM with the group size the public table reveals.
 from __future__ import annotations
 
 import re
+import string
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Literal
@@ -18,6 +19,7 @@ from typing import Any, Literal
 import numpy as np
 import scipy.sparse as sp
 
+from statrecon.bulk import collector_paused
 from statrecon.db import hardened, quote_identifier
 from statrecon.errors import StatreconError
 from statrecon.release.known import PublicTable
@@ -107,6 +109,7 @@ class LinearSystem:
 class _Parsed:
     stat: Statistic
     public_sql: str  # "TRUE" when the WHERE has no public part
+    public_fill: tuple[str, tuple[str, ...]] | None  # public_sql as template + literals
     sign: int  # +1: counts the target; -1: counts its complement (row becomes count - ...)
     aggregate: Aggregate
 
@@ -121,37 +124,68 @@ def secret_column(release: Release) -> Column:
     return unknown[0]
 
 
-def linear_reason(release: Release, public: PublicTable | None = None) -> str | None:
-    """Why a release is not linear in one secret column over public rows (None: it is)."""
+@dataclass(frozen=True)
+class LinearPlan:
+    """A release read as rows of a linear system, before any predicate is evaluated: what
+    ``linear_plan`` checked, handed to ``compile_linear`` so the statistics are read once."""
+
+    secret: SecretColumn
+    parsed: tuple[_Parsed, ...]
+    ignored: tuple[str, ...]
+
+
+def linear_plan(release: Release, public: PublicTable | None = None
+                ) -> tuple[LinearPlan | None, str | None]:
+    """The release as a linear system's plan, or why it is not linear in one secret column
+    over public rows (then the plan is None)."""
     try:
-        _, parsed, _ = _parse_all(release)
+        secret, parsed, ignored = _parse_all(release)
     except NotLinear as e:
-        return str(e)
+        return None, str(e)
+    plan = LinearPlan(secret, tuple(parsed), tuple(ignored))
     for p in parsed:
         counted = p.stat.query.column
         if (public is not None and p.aggregate is Aggregate.COUNT_DISTINCT
                 and counted is not None and len(set(public.columns[counted])) != public.rows):
-            return (f"{p.stat.where_text}: COUNT(DISTINCT {counted}) counts rows only when "
-                    f"{counted} is unique in the public table ({public.source})")
+            return None, (f"{p.stat.where_text}: COUNT(DISTINCT {counted}) counts rows only "
+                          f"when {counted} is unique in the public table ({public.source})")
     if not release.schema.known:
-        return "no known columns: the rows are not known to the attacker"
-    return None
+        return None, "no known columns: the rows are not known to the attacker"
+    return plan, None
+
+
+def linear_reason(release: Release, public: PublicTable | None = None) -> str | None:
+    """Why a release is not linear in one secret column over public rows (None: it is)."""
+    return linear_plan(release, public)[1]
 
 
 def compile_linear(release: Release, public: PublicTable,
                    bounds: tuple[np.ndarray, np.ndarray] | None = None, *,
-                   max_cells: int | None = None) -> LinearSystem:
+                   max_cells: int | None = None, plan: LinearPlan | None = None
+                   ) -> LinearSystem:
     """Evaluate every public predicate with DuckDB and build the sparse system.
 
     ``max_cells`` refuses, before any predicate is evaluated, a system of more statistics x
     public rows than that (each statistic is a boolean vector over the rows while it is built).
+    ``plan``: the release's ``linear_plan``, when the caller has it already.
     """
-    secret, parsed, ignored = _parse_all(release)
+    with collector_paused():  # many small acyclic objects (one equation per statistic)
+        return _compile_linear(release, public, bounds, max_cells, plan)
+
+
+def _compile_linear(release: Release, public: PublicTable,
+                    bounds: tuple[np.ndarray, np.ndarray] | None, max_cells: int | None,
+                    plan: LinearPlan | None) -> LinearSystem:
+    if plan is None:
+        secret, parsed_list, ignored = _parse_all(release)  # NotLinear names the statistic
+        plan = LinearPlan(secret, tuple(parsed_list), tuple(ignored))
+    secret, parsed, ignored = plan.secret, plan.parsed, list(plan.ignored)
     n = public.rows
     _check_cells(release, len(parsed), n, max_cells)
     lower, upper = _record_bounds(secret, n, bounds)
     selected = evaluate_predicate_rows(release, public, [p.public_sql for p in parsed],
-                                       [p.stat for p in parsed])
+                                       [p.stat for p in parsed],
+                                       [p.public_fill for p in parsed])
     equations: list[_Equation] = []
     for p, rows in zip(parsed, selected, strict=True):
         equation = _equation(p, rows, public)
@@ -291,7 +325,8 @@ def evaluate_predicates(release: Release, public: PublicTable, sqls: list[str],
 
 
 def evaluate_predicate_rows(release: Release, public: PublicTable, sqls: list[str],
-                            owners: list[Statistic]) -> list[np.ndarray]:
+                            owners: list[Statistic], fills: list[Fill | None] | None = None
+                            ) -> list[np.ndarray]:
     """Per public predicate, the sorted indices of the public rows it holds on (DuckDB);
     ``owners[i]`` is the statistic predicate ``i`` comes from, named by any error.
 
@@ -299,7 +334,9 @@ def evaluate_predicate_rows(release: Release, public: PublicTable, sqls: list[st
     query joins a table of their numbers, each cast to the type DuckDB gives that number as a
     literal, with the public table (``_evaluate_shapes``); the rest, and any shape whose joined
     query fails or disagrees with its first predicate evaluated alone, go one expression each
-    (batched, ``_evaluate_each``), which also names the statistic of any error.
+    (batched, ``_evaluate_each``), which also names the statistic of any error. ``fills[i]``,
+    when given, is predicate ``i`` as a template and its literals (``KnownBool.filled``), which
+    spares scanning its text for its shape.
     """
     import pandas as pd
 
@@ -310,7 +347,8 @@ def evaluate_predicate_rows(release: Release, public: PublicTable, sqls: list[st
         first = {s: i for i, s in enumerate(sqls)}
         found: dict[str, np.ndarray] = {}
         table = release.schema.table
-        rest = _evaluate_shapes(con, table, list(first), public.rows, found)
+        fill_of = {s: fills[i] for s, i in first.items()} if fills is not None else {}
+        rest = _evaluate_shapes(con, table, list(first), public.rows, found, fill_of)
         _evaluate_each(con, table, rest, found, [owners[first[s]] for s in rest])
         return [found[s] for s in sqls]
     finally:
@@ -361,10 +399,11 @@ class _ShapeGroup:
 
 
 def _evaluate_shapes(con: Any, table: str, sqls: list[str], rows: int,
-                     found: dict[str, np.ndarray]) -> list[str]:
+                     found: dict[str, np.ndarray], fill_of: dict[str, Fill | None]
+                     ) -> list[str]:
     """Evaluate the predicates that share a shape with others, one query per shape; returns
     the predicates left for ``_evaluate_each``."""
-    groups, rest = _shape_groups(con, sqls)
+    groups, rest = _shape_groups(con, sqls, fill_of)
     if len(groups) > 1:
         groups = _evaluate_together(con, table, groups, found)
     for group in groups:
@@ -434,38 +473,32 @@ def _store(group: _ShapeGroup, k: np.ndarray, r: np.ndarray, alone: np.ndarray |
     return True
 
 
-def _shape_groups(con: Any, sqls: list[str]) -> tuple[list[_ShapeGroup], list[str]]:
+def _shape_groups(con: Any, sqls: list[str], fill_of: dict[str, Fill | None] | None = None
+                  ) -> tuple[list[_ShapeGroup], list[str]]:
     """Predicates grouped by shape (strings kept, numbers cut out) and DuckDB's type of each
     number; predicates alone in their group, or with no shape, come back as the rest."""
-    # lazy: sqlglot loads only when a system is compiled, not when the engine is imported
-    from statrecon.release.sql import literal_shape
-
-    scanned: list[tuple[str, str, list[str], list[str]]] = []
+    scanned: list[tuple[str, Any, list[str]]] = []
     rest: list[str] = []
+    templates: dict[str, _FillTemplate] = {}
+    fill_of = fill_of or {}
     for sql in sqls:
-        cut = literal_shape(sql)
-        if cut is None or _PARAM in sql or _RAW in sql:
+        if _PARAM in sql or _RAW in sql:
             rest.append(sql)
             continue
-        shape, literals = cut
-        # strings stay in the shape (their type depends on where they stand); numbers become
-        # slots
-        parts = shape.split("\x00")
-        numbers = []
-        for j, literal in enumerate(literals, start=1):
-            if literal[0] == "'":
-                parts[j] = literal + parts[j][1:]
-            else:
-                parts[j] = "\x00n" + parts[j][1:]
-                numbers.append(literal)
-        scanned.append((sql, "".join(parts), numbers, []))
-    types = _literal_types(con, {t for _, _, numbers, _ in scanned for t in numbers})
-    by_key: dict[tuple[str, tuple[str, ...]], _ShapeGroup] = {}
-    for sql, key, numbers, _ in scanned:
-        kinds = tuple(types.get(t, "") for t in numbers)
+        fill = fill_of.get(sql)
+        cut = _shape_of_fill(fill, templates) if fill is not None else _scan_shape(sql)
+        if cut is None:
+            rest.append(sql)
+            continue
+        scanned.append((sql, *cut))
+    types = _literal_types(con, {t for _, _, numbers in scanned for t in numbers})
+    by_key: dict[tuple[Any, tuple[str, ...]], _ShapeGroup] = {}
+    for sql, key, numbers in scanned:
+        kinds = tuple(map(types.__getitem__, numbers))
         group = by_key.get((key, kinds))
         if group is None:
-            group = by_key[(key, kinds)] = _ShapeGroup(_template(key, kinds), kinds, [], [])
+            group = by_key[(key, kinds)] = _ShapeGroup(
+                _template(_key_text(key, templates), kinds), kinds, [], [])
         group.sqls.append(sql)
         group.numbers.append(numbers)
     groups = []
@@ -475,6 +508,105 @@ def _shape_groups(con: Any, sqls: list[str]) -> tuple[list[_ShapeGroup], list[st
         else:
             groups.append(group)
     return groups, rest
+
+
+Fill = tuple[str, tuple[str, ...]]  # a predicate as a str.format template and its literals
+
+
+@dataclass(frozen=True)
+class _FillTemplate:
+    """A template's text between its fields (``texts[j]`` precedes field ``j``; one more text
+    at the end) and the literal each field takes."""
+
+    texts: tuple[str, ...]
+    fields: tuple[int, ...]
+
+
+def _fill_template(template: str) -> _FillTemplate | None:
+    """A ``str.format`` template of numbered fields read apart; None for anything else."""
+    texts, fields = [], []
+    for text, name, spec, conversion in string.Formatter().parse(template):
+        texts.append(text)
+        if name is None:
+            break
+        if not name.isdigit() or spec or conversion:
+            return None
+        fields.append(int(name))
+    else:
+        texts.append("")
+    if len(texts) != len(fields) + 1:
+        return None
+    return _FillTemplate(tuple(texts), tuple(fields))
+
+
+def _shape_of_fill(fill: Fill, templates: dict[str, _FillTemplate]
+                   ) -> tuple[Any, list[str]] | None:
+    """A predicate's shape key and numbers from its template and literals (as
+    ``_scan_shape``, without reading the text again): quoted strings stay in the key, numbers
+    are cut out. The key is ``(template, strings)`` (the template's hash is computed once, as
+    it is one string object for every statement of a shape); ``_key_text`` writes it out."""
+    template, literals = fill
+    parsed = templates.get(template)
+    if parsed is None:
+        parsed = _fill_template(template)
+        if parsed is None:
+            return None
+        templates[template] = parsed
+    picked = [literals[i] for i in parsed.fields]
+    classes = [_LITERAL_CLASS.get(t) or _literal_class(t) for t in picked]
+    if "?" in classes:
+        return None
+    strings = tuple(t if c == "s" else None for t, c in zip(picked, classes, strict=True))
+    numbers = [t for t, c in zip(picked, classes, strict=True) if c == "n"]
+    return (template, strings), numbers
+
+
+_LITERAL_CLASS: dict[str, str] = {}
+
+
+def _literal_class(literal: str) -> str:
+    """"s" for a quoted string, "n" for a plain number, "?" otherwise (remembered)."""
+    found = "s" if literal[:1] == "'" else ("n" if _NUMBER.fullmatch(literal) else "?")
+    if len(_LITERAL_CLASS) < 100_000:
+        _LITERAL_CLASS[literal] = found
+    return found
+
+
+_NUMBER = re.compile(r"\d+(?:\.\d+)?(?:[eE][+-]?\d+)?", re.ASCII)
+
+
+def _key_text(key: Any, templates: dict[str, _FillTemplate]) -> str:
+    """A shape key as text with ``\\x00n`` where each number stands."""
+    if isinstance(key, str):
+        return key
+    template, strings = key
+    parsed = templates[template]
+    out = [parsed.texts[0]]
+    for quoted, text in zip(strings, parsed.texts[1:], strict=True):
+        out.append("\x00n" if quoted is None else quoted)
+        out.append(text)
+    return "".join(out)
+
+
+def _scan_shape(sql: str) -> tuple[str, list[str]] | None:
+    """A predicate's shape key (its text, strings kept, ``\\x00n`` for each number) and its
+    numbers, read from its text."""
+    # lazy: sqlglot loads only when a system is compiled, not when the engine is imported
+    from statrecon.release.sql import literal_shape
+
+    cut = literal_shape(sql)
+    if cut is None:
+        return None
+    shape, literals = cut
+    parts = shape.split("\x00")
+    numbers = []
+    for j, literal in enumerate(literals, start=1):
+        if literal[0] == "'":
+            parts[j] = literal + parts[j][1:]
+        else:
+            parts[j] = "\x00n" + parts[j][1:]
+            numbers.append(literal)
+    return "".join(parts), numbers
 
 
 def _template(key: str, kinds: tuple[str, ...]) -> str:
@@ -506,18 +638,20 @@ def _evaluate_group(con: Any, table: str, group: _ShapeGroup, rows: int,
     import duckdb
     import pandas as pd
 
-    width = len(group.numbers[0])
+    slots = len(group.numbers[0])
     params = pd.DataFrame({"k": np.arange(len(group.sqls)),
-                           **{f"c{j}": [n[j] for n in group.numbers] for j in range(width)}})
+                           **{f"c{j}": [n[j] for n in group.numbers] for j in range(slots)}})
     name = quote_identifier(table)
     casts = "".join(f", CAST(c{j} AS {kind}) AS c{j}" for j, kind in enumerate(group.kinds))
+    width = max(rows, 1)
     con.register(_RAW, params)
     try:
         # each number cast once (not once per public row); only the rows a predicate holds
-        # on (or is NULL on) come back: v is TRUE or NULL
+        # on (or is NULL on) come back, as one number per pair k * width + r (-1: NULL)
         result = con.execute(
             f"WITH {_PARAM} AS MATERIALIZED (SELECT k{casts} FROM {_RAW}) "
-            f"SELECT k, r, v FROM (SELECT {_PARAM}.k AS k, {name}.__row AS r, "
+            f"SELECT CASE WHEN v THEN k * {width} + r ELSE -1 END AS x FROM ("
+            f"SELECT {_PARAM}.k AS k, {name}.__row AS r, "
             f"CAST(({group.template}) AS BOOLEAN) AS v FROM {_PARAM}, {name}) "
             "WHERE v IS NOT FALSE").fetchnumpy()
         alone = _select(con, table, group.sqls[:1])[0]
@@ -525,13 +659,10 @@ def _evaluate_group(con: Any, table: str, group: _ShapeGroup, rows: int,
         return False
     finally:
         con.unregister(_RAW)
-    v = result["v"]
-    if np.ma.isMaskedArray(v) and np.ma.getmaskarray(v).any():
+    pairs = np.asarray(result["x"], dtype=np.int64)
+    if pairs.size and pairs.min() < 0:  # NULL on some row
         return False
-    # one sort key per pair (k, r), r < rows; DuckDB often returns them sorted already
-    width = max(rows, 1)
-    pairs = np.asarray(result["k"], dtype=np.int64) * width + np.asarray(result["r"],
-                                                                         dtype=np.int64)
+    # DuckDB often returns the pairs sorted already, or in sorted runs
     if pairs.size and not (pairs[1:] >= pairs[:-1]).all():
         pairs.sort(kind="stable")  # timsort: fast on the sorted runs DuckDB gives
     return _store(group, pairs // width, pairs % width, alone, found)
@@ -563,7 +694,8 @@ def _parse_all(release: Release) -> tuple[SecretColumn, list[_Parsed], list[str]
                                  "(fill it with statrecon tabulate)", statistic=stat.id)
         q = stat.query
         known, secret_parts = _split(q.where, col.name, stat)
-        public_sql = " AND ".join(f"({s})" for s in known) or "TRUE"
+        public_sql = " AND ".join(f"({s.sql})" for s in known) or "TRUE"
+        fill = _public_fill(known)
         if q.aggregate in (Aggregate.COUNT, Aggregate.COUNT_DISTINCT):
             if not secret_parts:
                 ignored.append(stat.id)  # a count of public rows: no information on the secret
@@ -573,7 +705,7 @@ def _parse_all(release: Release) -> tuple[SecretColumn, list[_Parsed], list[str]
             if known_sign is None:
                 known_sign = signs[key] = _count_sign(stat, col, secret_parts, target)
             sign, target = known_sign
-            parsed.append(_Parsed(stat, public_sql, sign, q.aggregate))
+            parsed.append(_Parsed(stat, public_sql, fill, sign, q.aggregate))
         elif q.aggregate in (Aggregate.SUM, Aggregate.AVG):
             if q.column != col.name:
                 raise NotLinear(f"{stat.where_text}: aggregates {q.column}, not the secret",
@@ -581,7 +713,7 @@ def _parse_all(release: Release) -> tuple[SecretColumn, list[_Parsed], list[str]
             if secret_parts:
                 raise NotLinear(f"{stat.where_text}: a condition on the secret inside a SUM/AVG "
                                 "is not linear", statistic=stat.id)
-            parsed.append(_Parsed(stat, public_sql, 1, q.aggregate))
+            parsed.append(_Parsed(stat, public_sql, fill, 1, q.aggregate))
         else:
             raise NotLinear(f"{stat.where_text}: {q.aggregate.value.upper()} is not linear "
                             "(use the exact engine)", statistic=stat.id)
@@ -628,10 +760,24 @@ def _secret(release: Release, col: Column, target: frozenset[str] | None) -> Sec
     return SecretColumn(col.name, "integer" if col.is_integer else "real", lo, hi)
 
 
+def _public_fill(known: list[KnownBool]) -> tuple[str, tuple[str, ...]] | None:
+    """The public part as one template and its literals, when the statement-shape cache wrote
+    every snippet of it from the same literals (see ``KnownBool.filled``); else None."""
+    fills = [k.filled for k in known]
+    if not fills or any(f is None for f in fills):
+        return None
+    if len(fills) == 1:  # the template object itself: its hash is computed once
+        return fills[0]
+    literals = fills[0][1]  # type: ignore[index]
+    if any(f[1] is not literals for f in fills):  # type: ignore[index]
+        return None
+    return " AND ".join(f"({f[0]})" for f in fills), literals  # type: ignore[index]
+
+
 def _split(pred: Predicate, secret: str, stat: Statistic
-           ) -> tuple[list[str], list[tuple[frozenset[str], bool]]]:
+           ) -> tuple[list[KnownBool], list[tuple[frozenset[str], bool]]]:
     """A WHERE as AND-ed public SQL snippets and conditions on the secret."""
-    known: list[str] = []
+    known: list[KnownBool] = []
     secret_parts: list[tuple[frozenset[str], bool]] = []
 
     def walk(p: Predicate) -> None:
@@ -639,9 +785,9 @@ def _split(pred: Predicate, secret: str, stat: Statistic
             for a in p.args:
                 walk(a)
         elif isinstance(p, KnownBool):
-            known.append(p.sql)
+            known.append(p)
         elif isinstance(p, Const):
-            known.append("TRUE" if p.value else "FALSE")
+            known.append(KnownBool("TRUE" if p.value else "FALSE"))
         elif isinstance(p, InSet) and p.column == secret:
             secret_parts.append((p.values, False))
         elif isinstance(p, Not) and isinstance(p.arg, InSet) and p.arg.column == secret:

@@ -37,6 +37,10 @@ class SolverIncomplete(RuntimeError):
     """HiGHS stopped without an optimal point (time limit, numerical trouble)."""
 
 
+class WorkerUnavailable(SolverIncomplete):
+    """The process that runs a time-limited solve could not start or died (not a time-out)."""
+
+
 @dataclass(frozen=True)
 class Problem:
     """``F x ≈ a`` with ``lo <= x <= hi``, plus what each method may use of the context.

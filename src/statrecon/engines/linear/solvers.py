@@ -28,6 +28,7 @@ from statrecon.engines.linear.problem import (
     EstimateStatus,
     Matrix,
     SolverIncomplete,
+    WorkerUnavailable,
     check_system,
 )
 
@@ -117,13 +118,14 @@ def bounded_call(fn: Callable[..., T], args: tuple[Any, ...], time_limit: float,
     """``fn(*args)`` in a worker process, or None when it has not answered within the limit
     (plus ``grace`` seconds and GRACE_SHARE of the limit): the worker is then killed, so the
     limit holds whatever the solver inside does. Starting a worker (once, ~0.7 s of imports)
-    is not counted. An exception in the worker is raised here. ``fn`` must be a module-level
-    function (it is pickled)."""
+    is not counted. An exception in the worker is raised here; a worker that cannot start or
+    dies raises WorkerUnavailable (not a time-out). ``fn`` must be a module-level function (it
+    is pickled)."""
     if sys.platform == "win32":  # no pass_fds: solve here, with HiGHS's own limit
         return fn(*args)
     worker = _take_worker()
     if worker is None:
-        return None
+        raise WorkerUnavailable("the solver's worker process did not start (see stderr)")
     answered = False
     try:
         end = time.monotonic() + time_limit * (1 + GRACE_SHARE) + grace
@@ -133,7 +135,8 @@ def bounded_call(fn: Callable[..., T], args: tuple[Any, ...], time_limit: float,
         kind, value = worker.recv.recv()
         answered = True
     except (EOFError, OSError):  # the worker died (killed, out of memory): no answer
-        return None
+        raise WorkerUnavailable("the solver's worker process died before answering (out of "
+                                "memory?)") from None
     finally:
         if answered:
             _IDLE.append(worker)
@@ -204,7 +207,10 @@ def solve_ls_within(F: Matrix, a: np.ndarray, lower: np.ndarray | None,
     if end is None:
         x0 = _box_lsq_here(F, a, lo, hi)
     else:  # seconds on a few hundred records, and scipy's trust region takes no time limit
-        got = bounded_call(_box_lsq_here, (F, a, lo, hi), max(end - time.monotonic(), 0.0))
+        try:
+            got = bounded_call(_box_lsq_here, (F, a, lo, hi), max(end - time.monotonic(), 0.0))
+        except WorkerUnavailable:  # an estimate, not a proof: the plain one will do
+            got = None
         if got is None:
             return np.clip(_ls_unbounded(F, a), lo, hi), False
         x0 = got
@@ -481,6 +487,9 @@ def _highs_lp(c: np.ndarray, A: sp.csc_matrix, row_lo: np.ndarray, row_hi: np.nd
               lb: np.ndarray, ub: np.ndarray, n: int, time_limit: float | None) -> np.ndarray:
     """The LP's optimal x; anything short of OPTIMAL raises instead of returning a guess."""
     x, status = _highs(c, A, row_lo, row_hi, lb, ub, time_limit)
+    if status == "unknown" and time_limit is not None:
+        raise SolverIncomplete(f"HiGHS found no optimal point within the time limit "
+                               f"({time_limit:g} s)")
     if status != "optimal" or np.isnan(x[:n]).any():
         raise SolverIncomplete(f"HiGHS ended with status {status}")
     return x[:n]
