@@ -35,6 +35,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_front_door.py --repeat 3
 	$(BIN)/python benchmarks/bench_census.py --dask
 	$(BIN)/python benchmarks/bench_claims.py --paper-sample 6 --paper-full-units 2
+	$(BIN)/python benchmarks/peers/bench_tauargus.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks

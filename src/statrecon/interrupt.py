@@ -4,10 +4,11 @@ CP-SAT solves with the GIL released, so Python's own signal handler only runs on
 returns, and CP-SAT by default catches SIGINT itself and just ends the search early (the
 caller then carries on as if a time limit had passed). ``install`` (called by the CLI) makes
 SIGTERM raise ``KeyboardInterrupt`` like SIGINT, and starts a thread woken by either signal
-(``signal.set_wakeup_fd``) that stops every solve in progress. ``Solver`` is the CpSolver the
-engines use: it leaves SIGINT to Python, registers itself while it solves, and raises
-``KeyboardInterrupt`` when a signal stopped it, so no engine mistakes an interrupt for a
-time-out. Without ``install`` (library use) it behaves exactly like ``CpSolver``.
+(``signal.set_wakeup_fd``) that stops every solve in progress. The CpSolver the engines use
+(``statrecon.engines.cpsat.Solver``) leaves SIGINT to Python, registers itself here while it
+solves (``stoppable``), and raises ``KeyboardInterrupt`` when a signal stopped it, so no engine
+mistakes an interrupt for a time-out. Without ``install`` (library use) it behaves exactly
+like ``CpSolver``. This module imports no solver: the CLI loads it before anything heavy.
 """
 
 from __future__ import annotations
@@ -19,14 +20,19 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
-from typing import Any
+from typing import Protocol
 
-from ortools.sat.python import cp_model
+
+class Stoppable(Protocol):
+    """A solve in progress that another thread can ask to stop (CP-SAT's ``stop_search``)."""
+
+    def stop_search(self) -> None: ...
+
 
 _requested = threading.Event()
 _deferring = False  # main thread inside ``deferred()``
 _installed = False
-_active: set[Solver] = set()
+_active: set[Stoppable] = set()
 _lock = threading.Lock()
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _KEEP_STOPPING_S = 10.0  # a solve may register just after the watcher looked
@@ -56,6 +62,26 @@ def worker() -> None:
     global _installed
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _installed = True
+
+
+def installed() -> bool:
+    """True once ``install`` (or ``worker``) ran: the process leaves SIGINT to Python."""
+    return _installed
+
+
+@contextmanager
+def stoppable(solve: Stoppable) -> Iterator[None]:
+    """Register a solve for the block, so a signal stops it at once; raises KeyboardInterrupt
+    before and after it when a signal asked to stop."""
+    with _lock:
+        _active.add(solve)
+    try:
+        check()
+        yield
+    finally:
+        with _lock:
+            _active.discard(solve)
+    check()
 
 
 def requested() -> bool:
@@ -111,25 +137,3 @@ def _watch(reader: socket.socket) -> None:
             for solver in active:
                 solver.stop_search()
             time.sleep(0.02)
-
-
-class Solver(cp_model.CpSolver):
-    """A CpSolver that Ctrl-C and SIGTERM stop at once (see the module docstring)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        if _installed:
-            self.parameters.catch_sigint_signal = False
-
-    def solve(self, model: cp_model.CpModel,
-              solution_callback: cp_model.CpSolverSolutionCallback | None = None) -> Any:
-        with _lock:
-            _active.add(self)
-        try:
-            check()
-            status = super().solve(model, solution_callback)
-        finally:
-            with _lock:
-                _active.discard(self)
-        check()
-        return status

@@ -1,7 +1,7 @@
 """One CP-SAT solver factory, one deadline clock, one reading of solver statuses.
 
 Every engine that calls CP-SAT (exact, census, claims, the paper's formulation) gets its
-solver here, so all of them stop on Ctrl-C/SIGTERM (``statrecon.interrupt.Solver``), measure
+solver here (``Solver``), so all of them stop on Ctrl-C/SIGTERM (``statrecon.interrupt``), measure
 time limits on the same monotonic clock, and read statuses the same way: a proof is an
 INFEASIBLE (or OPTIMAL) status, never a time-out.
 """
@@ -10,13 +10,27 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from ortools.sat.python import cp_model
 
-from statrecon.interrupt import Solver
+from statrecon import interrupt
 
 Verdict = Literal["proven", "refuted", "unknown"]
+
+
+class Solver(cp_model.CpSolver):
+    """A CpSolver that Ctrl-C and SIGTERM stop at once (see ``statrecon.interrupt``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        if interrupt.installed():
+            self.parameters.catch_sigint_signal = False
+
+    def solve(self, model: cp_model.CpModel,
+              solution_callback: cp_model.CpSolverSolutionCallback | None = None) -> Any:
+        with interrupt.stoppable(self):
+            return super().solve(model, solution_callback)
 
 
 class OutOfTime(Exception):
