@@ -1,0 +1,375 @@
+"""tau-Argus metadata for table input: the ``.rda`` file, its ``.hrc`` hierarchies and ``.cdl``
+code lists, and the ``.arb`` batch file that names them.
+
+The rules follow tau-Argus's own reader (sdcTools/tauargus, ``Metadata.readTableMetadata`` and
+``setVariableLengthFromData``), so that a file tau-Argus reads means the same here:
+
+- a variable line is its name and up to two *missing* codes (``Size "99"``); keywords on the
+  following lines give its role. tau-Argus adds the missing codes to the variable's codes, as
+  children of the total after the others: ``pp.tab`` has rows for ``Region "99"``.
+- a hierarchical variable's ``.hrc`` gives each code on a line, preceded by the lead string
+  once per level below the first (``@ 1`` is code `` 1`` one level below ``Nr``); trailing
+  blanks are dropped, leading ones kept; the total is implicit and may not appear.
+- a file named in the ``.rda`` is looked up next to the ``.rda``; tau-Argus (on Windows) finds
+  ``"REGION.CDL"`` as ``region.cdl``, so names match without regard to case. A path that
+  leaves the ``.rda``'s folder (absolute, or with ``..``) is looked up by its file name there,
+  as tau-Argus falls back to the data folder: a file from a stranger reads nothing else.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path, PureWindowsPath
+
+from statrecon.errors import StatreconError
+from statrecon.tables.model import Hierarchy, show_code
+
+# at most this many bytes are read from any one input file
+MAX_BYTES = 2**30
+_TOKEN = re.compile(r'"([^"]*)"|(<[^>]*>)|([^\s"<]+)')
+ROLES = ("explanatory", "response", "shadow", "cost", "lower", "upper", "frequency", "top",
+         "status")
+_NUMERIC_ROLES = {"": "response", "<SHADOW>": "shadow", "<COST>": "cost",
+                  "<COSTVAR>": "cost", "<LOWERPL>": "lower", "<UPPERPL>": "upper"}
+_SINGLE = ("shadow", "cost", "frequency", "lower", "upper", "status")
+
+
+def read_text(path: Path, what: str) -> str:
+    """The text of ``path`` (UTF-8, else Latin-1 as tau-Argus on Windows writes), or a
+    StatreconError naming it."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_BYTES:
+            raise StatreconError(f"{path}: {what} of {size:,} bytes is over the limit of "
+                                 f"{MAX_BYTES:,}", where=str(path))
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise StatreconError(f"{path}: no such {what}", where=str(path)) from None
+    except OSError as e:
+        raise StatreconError(f"{path}: cannot read the {what}: {e.strerror or e}",
+                             where=str(path)) from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return data.decode("latin-1")
+
+
+def resolve(folder: Path, name: str, what: str, where: str) -> Path:
+    """The file ``name`` (as an .rda or .arb gives it) in ``folder``, its case ignored; a
+    name that leaves the folder is looked up by its last part (see the module docstring)."""
+    parts = PureWindowsPath(name).parts  # splits on both / and \
+    if not parts or PureWindowsPath(name).anchor or ".." in parts:
+        parts = (PureWindowsPath(name).name,)
+    path = folder
+    for part in parts:
+        path = _child(path, part)
+    if not path.is_file():
+        raise StatreconError(f"{where}: {what} {name!r}: no such file in {folder}",
+                             where=where)
+    return path
+
+
+def _child(folder: Path, name: str) -> Path:
+    exact = folder / name
+    if exact.exists() or not folder.is_dir():
+        return exact
+    matches = sorted(p for p in folder.iterdir() if p.name.lower() == name.lower())
+    return matches[0] if matches else exact
+
+
+def tokens(line: str) -> list[str]:
+    """An .rda or .arb line's tokens: quoted strings (unquoted, inner blanks kept),
+    ``<KEYWORDS>`` and bare words."""
+    return [word for word, _ in _quoted_tokens(line)]
+
+
+def _quoted_tokens(line: str) -> list[tuple[str, bool]]:
+    found = []
+    for match in _TOKEN.finditer(line):
+        quoted, keyword, word = match.groups()
+        found.append((quoted, True) if quoted is not None else (keyword or word, False))
+    return found
+
+
+@dataclass
+class Variable:
+    """One variable of an .rda file, with the line that declares it."""
+
+    name: str
+    line: int
+    role: str = ""
+    missing: list[str] = field(default_factory=list)
+    total: str | None = None
+    codelist: str | None = None
+    hierarchical: bool = False
+    hierarchy_file: str | None = None
+    lead: str = "."  # tau-Argus's default lead string
+    decimals: int = 0
+    lines: dict[str, int] = field(default_factory=dict)  # keyword -> its line
+
+    def where(self, path: Path, keyword: str) -> str:
+        """``path:line`` of ``keyword`` for this variable (else of the variable)."""
+        return f"{path}:{self.lines.get(keyword, self.line)}"
+
+
+@dataclass
+class Metadata:
+    """An .rda file read: its variables in column order, the separator and status letters."""
+
+    path: Path
+    variables: list[Variable] = field(default_factory=list)
+    separator: str = ";"
+    safe: str = "S"
+    unsafe: str = "U"
+    protect: str = "P"
+
+    def of_role(self, role: str) -> list[Variable]:
+        return [v for v in self.variables if v.role == role]
+
+
+def read_rda(path: Path) -> Metadata:
+    """Parse an .rda file for table input; every mistake names ``path:line``."""
+    meta = Metadata(path)
+    current: Variable | None = None
+    for number, line in enumerate(read_text(path, "metadata file").splitlines(), start=1):
+        words = _quoted_tokens(line)
+        if not words:
+            continue
+        where = f"{path}:{number}"
+        first, quoted = words[0]
+        if quoted or not first.startswith("<"):
+            current = _new_variable(meta, words, number, where)
+        else:
+            _keyword(meta, current, first, [w for w, _ in words[1:]], where)
+    _verify(meta)
+    return meta
+
+
+def _new_variable(meta: Metadata, words: list[tuple[str, bool]], number: int,
+                  where: str) -> Variable:
+    name = words[0][0]
+    if any(v.name.lower() == name.lower() for v in meta.variables):
+        raise StatreconError(f"{where}: variable {name} is declared twice", where=where)
+    missing = [w for w, _ in words[1:] if w.strip()]
+    if len(missing) > 2:
+        raise StatreconError(f"{where}: variable {name}: at most two missing codes, "
+                             f"not {len(missing)}", where=where)
+    variable = Variable(name, number, missing=missing)
+    meta.variables.append(variable)
+    return variable
+
+
+def _keyword(meta: Metadata, variable: Variable | None, word: str, args: list[str],
+             where: str) -> None:
+    arg = args[0] if args else ""
+    if word in ("<SEPARATOR>", "<SAFE>", "<UNSAFE>", "<PROTECT>"):
+        if not arg:
+            raise StatreconError(f"{where}: {word} needs a value", where=where)
+        attribute = {"<SEPARATOR>": "separator", "<SAFE>": "safe", "<UNSAFE>": "unsafe",
+                     "<PROTECT>": "protect"}[word]
+        setattr(meta, attribute, arg if word == "<SEPARATOR>" else arg.upper())
+        return
+    if variable is None:
+        raise StatreconError(f"{where}: {word} before any variable", where=where)
+    variable.lines[word] = int(where.rsplit(":", 1)[1])
+    _variable_keyword(variable, word, arg, where)
+
+
+def _variable_keyword(variable: Variable, word: str, arg: str, where: str) -> None:
+    simple = {"<RECODEABLE>": "explanatory", "<RECODABLE>": "explanatory",
+              "<FREQUENCY>": "frequency", "<MAXSCORE>": "top", "<STATUS>": "status"}
+    if word in simple:
+        variable.role = simple[word]
+    elif word == "<NUMERIC>":
+        if arg not in _NUMERIC_ROLES:
+            raise StatreconError(f"{where}: unknown token {arg} after <NUMERIC>", where=where)
+        variable.role = _NUMERIC_ROLES[arg]
+    elif word in ("<TOTCODE>", "<CODELIST>", "<HIERCODELIST>", "<HIERLEADSTRING>",
+                  "<DECIMALS>"):
+        _valued_keyword(variable, word, arg, where)
+    elif word == "<HIERARCHICAL>":
+        variable.hierarchical = True
+    elif word == "<HIERLEVELS>":
+        raise StatreconError(f"{where}: <HIERLEVELS> (a hierarchy by digits) is not "
+                             f"supported; give the hierarchy as an .hrc file", where=where)
+    elif word not in ("<DISTANCE>", "<TRUNCABLE>"):
+        raise StatreconError(f"{where}: unknown keyword {word}", where=where)
+
+
+def _valued_keyword(variable: Variable, word: str, arg: str, where: str) -> None:
+    if word == "<DECIMALS>":
+        if not arg.isdigit():
+            raise StatreconError(f"{where}: <DECIMALS> needs a whole number, not {arg!r}",
+                                 where=where)
+        variable.decimals = int(arg)
+    elif word == "<TOTCODE>":
+        variable.total = arg
+    elif not arg:
+        raise StatreconError(f"{where}: {word} needs a value", where=where)
+    elif word == "<CODELIST>":
+        variable.codelist = arg
+    elif word == "<HIERCODELIST>":
+        variable.hierarchy_file = arg
+    else:
+        variable.lead = arg
+
+
+def _verify(meta: Metadata) -> None:
+    path = meta.path
+    for v in meta.variables:
+        where = f"{path}:{v.line}"
+        if not v.role:
+            raise StatreconError(f"{where}: variable {v.name} has no role (<RECODEABLE>, "
+                                 f"<NUMERIC>, <FREQUENCY>, <MAXSCORE>, <STATUS>)", where=where)
+        if v.role == "explanatory" and not (v.total or "").strip():
+            raise StatreconError(f"{where}: explanatory variable {v.name} needs a <TOTCODE>",
+                                 where=where)
+        if v.hierarchical and not v.hierarchy_file:
+            raise StatreconError(f"{where}: hierarchical variable {v.name} needs a "
+                                 f"<HIERCODELIST>", where=where)
+    if not meta.of_role("explanatory"):
+        raise StatreconError(f"{path}: no explanatory variable (<RECODEABLE>)",
+                             where=str(path))
+    for role in _SINGLE:
+        found = meta.of_role(role)
+        if len(found) > 1:
+            raise StatreconError(f"{path}:{found[1].line}: a second {role} variable "
+                                 f"({found[1].name})", where=f"{path}:{found[1].line}")
+    if not meta.of_role("response") and not meta.of_role("frequency"):
+        raise StatreconError(f"{path}: no response (<NUMERIC>) or <FREQUENCY> variable",
+                             where=str(path))
+
+
+# ----------------------------------------------------------------------------------------
+# hierarchies and code lists
+
+
+@dataclass(frozen=True)
+class HrcFile:
+    """An .hrc file read: the hierarchy below the total, the longest code (tau-Argus pads a
+    table's codes to it) and each code's line."""
+
+    children: dict[str, tuple[str, ...]]
+    length: int
+    lines: dict[str, int]
+
+
+def read_hrc(path: Path, variable: str, total: str, lead: str) -> HrcFile:
+    """Parse an .hrc file (see the module docstring); mistakes name ``path:line``."""
+    children: dict[str, list[str]] = {total: []}
+    stack = [total]  # stack[d] is the latest code at depth d (the total at depth 0)
+    lines: dict[str, int] = {}
+    for number, raw in enumerate(read_text(path, "hierarchy file").splitlines(), start=1):
+        depth, code = _hrc_line(raw, lead)
+        if not code.strip():
+            continue
+        where = f"{path}:{number}"
+        _check_hrc_code(code, depth, len(stack), total, lines, where)
+        del stack[depth + 1:]
+        children.setdefault(stack[-1], []).append(code)
+        stack.append(code)
+        lines[code] = number
+    length = max((len(c) for c in lines), default=0)
+    return HrcFile({p: tuple(k) for p, k in children.items() if k}, length, lines)
+
+
+def _hrc_line(raw: str, lead: str) -> tuple[int, str]:
+    depth = 0
+    while lead and raw.startswith(lead):
+        raw = raw[len(lead):]
+        depth += 1
+    return depth, raw.rstrip(" \t\r\n")
+
+
+def _check_hrc_code(code: str, depth: int, levels: int, total: str,
+                    lines: dict[str, int], where: str) -> None:
+    if code.strip() == total.strip():
+        raise StatreconError(f"{where}: the total code {total!r} may not appear in a "
+                             f"hierarchy file (tau-Argus adds it)", where=where)
+    if depth > levels - 1:
+        raise StatreconError(f"{where}: code {show_code(code)} is {depth + 1} levels deep "
+                             f"below a code of level {levels - 1}", where=where)
+    if code in lines:
+        raise StatreconError(f"{where}: code {show_code(code)} appears twice (also on line "
+                             f"{lines[code]})", where=where)
+
+
+def read_codelist(path: Path) -> dict[str, str]:
+    """A .cdl file: ``code,label`` lines, as code -> label (codes kept as written)."""
+    labels: dict[str, str] = {}
+    for raw in read_text(path, "code list").splitlines():
+        if raw.strip():
+            code, _, label = raw.partition(",")
+            labels[code.rstrip()] = label.strip()
+    return labels
+
+
+def with_missing(variable: str, hrc: HrcFile, total: str, missing: list[str]) -> Hierarchy:
+    """The hierarchy of an .hrc with the missing codes added under the total, last."""
+    top = list(hrc.children.get(total, ()))
+    top.extend(m for m in missing if m not in hrc.lines and m not in top)
+    children = dict(hrc.children)
+    if top:
+        children[total] = tuple(top)
+    return Hierarchy(variable, total, children)
+
+
+# ----------------------------------------------------------------------------------------
+# batch files
+
+
+@dataclass
+class BatchTable:
+    """One table an .arb batch file opens: its files and the response it specifies."""
+
+    tab: Path
+    rda: Path
+    explanatory: list[str]
+    response: str | None
+
+
+@dataclass
+class Batch:
+    tables: list[BatchTable]
+    read_mode: int  # <READTABLE>'s parameter: 0 check, 1 recompute the totals, 2 no check
+
+
+def read_arb(path: Path) -> Batch:
+    """The table-input commands of a tau-Argus batch file (others are left to tau-Argus)."""
+    folder = path.parent
+    opened: dict[str, Path] = {}
+    tables: list[BatchTable] = []
+    mode = 0
+    for number, raw in enumerate(read_text(path, "batch file").splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("//"):
+            continue
+        where = f"{path}:{number}"
+        command, _, rest = line.partition(">")
+        command = command.upper() + ">"
+        if command in ("<OPENTABLEDATA>", "<OPENMETADATA>"):
+            name = (tokens(rest) or [""])[0]
+            opened[command] = resolve(folder, name, command.strip("<>").lower(), where)
+        elif command == "<SPECIFYTABLE>":
+            tables.append(_specify(opened, rest, where))
+        elif command == "<READTABLE>":
+            digits = re.match(r"\s*(\d)", rest)
+            mode = int(digits.group(1)) if digits else 0
+    if not tables:
+        raise StatreconError(f"{path}: no <SPECIFYTABLE> after <OPENTABLEDATA> and "
+                             f"<OPENMETADATA>", where=str(path))
+    return Batch(tables, mode)
+
+
+def _specify(opened: dict[str, Path], rest: str, where: str) -> BatchTable:
+    if "<OPENTABLEDATA>" not in opened or "<OPENMETADATA>" not in opened:
+        raise StatreconError(f"{where}: <SPECIFYTABLE> needs <OPENTABLEDATA> and "
+                             f"<OPENMETADATA> before it (microdata batch files are not "
+                             f"read here)", where=where)
+    parts = rest.split("|")
+    explanatory = tokens(parts[0])
+    named = tokens(parts[1]) if len(parts) > 1 else []
+    response = named[0] if named else None
+    return BatchTable(opened["<OPENTABLEDATA>"], opened["<OPENMETADATA>"], explanatory,
+                      response)
