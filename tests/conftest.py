@@ -252,3 +252,17 @@ def households(tmp_path: Path) -> Path:
     path = tmp_path / "blocks.csv"
     write_households_csv(df, path)
     return path
+
+
+def load_peer(name: str) -> Any:
+    """A module of benchmarks/peers/ (the peers run side by side: not a package of
+    statrecon), loaded by its path."""
+    import importlib.util
+
+    path = ROOT / "benchmarks" / "peers" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"peers_{name}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
