@@ -24,6 +24,9 @@ demo: $(STAMP)
 	$(BIN)/statrecon census report demo-out/recon.parquet --out demo-out/report.html \
 		--truth examples/census/persons_3tracts.csv
 	$(BIN)/statrecon claims experiment --blocks 2 --seed 1 --out demo-out/claims --workers 1
+	# exit 4: tau-Argus's test table before secondary suppression discloses its primary cells
+	$(BIN)/statrecon tables audit examples/tables/tauargus/TestTable.arb \
+		--html demo-out/tables.html; test $$? -eq 4
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
@@ -36,6 +39,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_census.py --dask
 	$(BIN)/python benchmarks/bench_claims.py --paper-sample 6 --paper-full-units 2
 	$(BIN)/python benchmarks/peers/bench_tauargus.py
+	$(BIN)/python benchmarks/bench_tables.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks

@@ -243,8 +243,10 @@ def _register_subcommands() -> None:
     from statrecon.commands.claims import claims_app
     from statrecon.commands.claims_run import register as register_claims
     from statrecon.commands.experiment import experiment_app
+    from statrecon.commands.tables import tables_app
 
     app.command("audit-stream")(audit_stream)
+    app.add_typer(tables_app, name="tables")
     app.add_typer(experiment_app, name="experiment")
     app.add_typer(census_app, name="census")
     register_claims(claims_app)

@@ -1,0 +1,217 @@
+"""``statrecon tables``: statistical tables with suppressed cells.
+
+``tables audit`` reads a table (a tau-Argus ``.arb`` batch file or ``.tab`` + ``.rda``, a
+CSV/Parquet file of one row per cell, or microdata with primary suppression rules) and proves,
+for every suppressed cell, the interval an attacker can derive: by LP (as tau-Argus and
+sdcTable audit) and over whole units (what an attacker really can prove). The work is the
+library's (``runs/tables.py``, ``report/tables.py``); this module reads the options, wires
+them and picks the exit code: 0 when every suppressed cell is protected, 4 when some are
+disclosed or under-protected, 3 when a time limit left some unknown.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import typer
+
+from statrecon.errors import StatreconError
+from statrecon.exitcodes import EXIT_UNKNOWN, EXIT_UNPROTECTED
+
+tables_app = typer.Typer(no_args_is_help=True, help="Statistical tables with suppressed "
+                         "cells: audit them exactly (LP and integer), with proofs.")
+
+_FRAME_SUFFIXES = (".csv", ".parquet", ".pq", ".tsv")
+
+
+def _split(text: str | None) -> list[str]:
+    return [t.strip() for t in (text or "").split(",") if t.strip()]
+
+
+def load_tables(source: Path, *, rda: Path | None, recompute: bool | None,
+                dimensions: str | None, value: str | None, status: str | None,
+                frequency: str | None, microdata: bool, rules: dict[str, Any]) -> Any:
+    """The TableSet an input names (see the module docstring)."""
+    from statrecon.tables import TableSet
+
+    suffix = source.suffix.lower()
+    additivity: Literal["check", "recompute"] | None = (
+        None if recompute is None else ("recompute" if recompute else "check"))
+    if suffix == ".arb":
+        from statrecon.tables.tauargus import read_arb
+
+        return read_arb(source, additivity=additivity)
+    if suffix == ".tab":
+        from statrecon.tables.tauargus import read_tab
+
+        return TableSet((read_tab(source, rda, additivity=additivity or "check"),))
+    if suffix not in _FRAME_SUFFIXES:
+        raise StatreconError(f"{source}: expected a tau-Argus .arb or .tab file, or a CSV/"
+                             "Parquet table (one row per cell, or microdata with --microdata)")
+    dims = _split(dimensions)
+    if not dims:
+        raise StatreconError(f"{source}: give the explanatory variables with --dimensions "
+                             "a,b,...")
+    if microdata:
+        return TableSet((_from_microdata(source, dims, value, rules),))
+    if value is None:
+        raise StatreconError(f"{source}: give the column of cell values with --value")
+    from statrecon.tables.frames import table_from_frame
+
+    frame = _read_frame(source, dims)
+    # a frame that lists total rows gives the published margins; else they are computed
+    margins: Literal["given", "compute"] = (
+        "given" if any((frame[d] == TOTAL).any() for d in dims if d in frame) else "compute")
+    return TableSet((table_from_frame(frame, dims, value, status=status, frequency=frequency,
+                                      margins=margins, name=source.stem,
+                                      source=str(source)),))
+
+
+TOTAL = "Total"
+
+
+def _read_frame(source: Path, dims: list[str]) -> Any:
+    """A CSV (codes as text) or Parquet file, or a one-line error naming it."""
+    import pandas as pd
+
+    try:
+        if source.suffix.lower() in (".parquet", ".pq"):
+            return pd.read_parquet(source)
+        return pd.read_csv(source, dtype={d: str for d in dims}, keep_default_na=False,
+                           na_values=[""], sep="\t" if source.suffix.lower() == ".tsv" else ",")
+    except FileNotFoundError:
+        raise StatreconError(f"{source}: no such file", where=str(source)) from None
+    except (OSError, ValueError) as e:
+        raise StatreconError(f"{source}: cannot read it: {e}", where=str(source)) from None
+
+
+def _from_microdata(source: Path, dims: list[str], response: str | None,
+                    rules: dict[str, Any]) -> Any:
+    from statrecon.tables.rules import (
+        Dominance,
+        MinFrequency,
+        PPercent,
+        Protection,
+        TableSpec,
+        table_from_microdata,
+    )
+
+    frame = _read_frame(source, dims)
+    chosen: list[Any] = []
+    if rules["max_n"] is not None:
+        chosen.append(MinFrequency(rules["max_n"]))
+    if rules["p_percent"] is not None:
+        chosen.append(PPercent(rules["p_percent"]))
+    if rules["nk"] is not None:
+        parts = _split(rules["nk"])
+        if len(parts) != 2 or not all(p.isdigit() for p in parts):
+            raise StatreconError(f"--nk {rules['nk']!r}: expected N,K (e.g. 2,85)")
+        chosen.append(Dominance(int(parts[0]), int(parts[1])))
+    if not chosen and not rules["protect_zeros"]:
+        raise StatreconError("--microdata: give a primary suppression rule (--max-n, "
+                             "--p-percent, --nk or --protect-zeros)")
+    spec = TableSpec(variables=dims, response=response, name=source.stem)
+    level = rules["protection"]
+    return table_from_microdata(frame, spec, chosen, protect_zeros=rules["protect_zeros"],
+                                protection=Protection(level, level))
+
+
+@tables_app.command("audit")
+def audit(
+    source: Annotated[Path, typer.Argument(
+        help="tau-Argus batch file (.arb) or table (.tab with its .rda), or a CSV/Parquet "
+             "table of one row per cell (--dimensions, --value, --status), or microdata "
+             "(--microdata).")],
+    rda: Annotated[Path | None, typer.Option(help="tau-Argus metadata of a .tab (default: "
+                                             "the .rda beside it).")] = None,
+    recompute_totals: Annotated[bool | None, typer.Option(
+        "--recompute-totals/--check-totals",
+        help="tau-Argus input: recompute totals from the cells below them, as tau-Argus's "
+             "<READTABLE> 1 does (default: as the .arb says; a .tab is checked).")] = None,
+    dimensions: Annotated[str | None, typer.Option(
+        help="CSV/Parquet input: the explanatory variables, comma-separated.")] = None,
+    value: Annotated[str | None, typer.Option(
+        help="CSV/Parquet input: the column of cell values (with --microdata: the response "
+             "to sum; none counts records).")] = None,
+    status: Annotated[str | None, typer.Option(
+        help="CSV/Parquet input: the column of cell statuses (S safe, U primary, M "
+             "secondary, P protected, E empty).")] = None,
+    frequency: Annotated[str | None, typer.Option(
+        help="CSV/Parquet input: the column of contributor counts.")] = None,
+    microdata: Annotated[bool, typer.Option(
+        "--microdata", help="The CSV/Parquet file holds records: tabulate them and mark "
+                            "primary cells by the rules below.")] = False,
+    max_n: Annotated[int | None, typer.Option(min=1, help="--microdata: primary when 1 <= "
+                                              "frequency <= N.")] = None,
+    p_percent: Annotated[float | None, typer.Option(min=0.0, help="--microdata: the "
+                                                    "p%-rule with this p.")] = None,
+    nk: Annotated[str | None, typer.Option(help="--microdata: the (n,k)-dominance rule, "
+                                           "'N,K'.")] = None,
+    protect_zeros: Annotated[bool, typer.Option(help="--microdata: zero cells are "
+                                                "primary too.")] = False,
+    protection: Annotated[float, typer.Option(
+        min=0.0, help="--microdata: protection levels of primary cells, as a fraction of "
+                      "their value (both sides).")] = 0.0,
+    integer: Annotated[bool, typer.Option(help="Also the integer interval (CP-SAT), "
+                                          "proven.")] = True,
+    apriori: Annotated[str, typer.Option(
+        help="What the attacker knows of every cell beforehand: nonnegative (at least 0), or "
+             "tau-argus (between the smallest and the largest cell value of the true table, "
+             "as tau-Argus's audit assumes; for comparing with it).")] = "nonnegative",
+    time_limit: Annotated[float | None, typer.Option(
+        min=0.001, help="Seconds per cell for all its solves; a bound not proven in time is "
+                        "'unknown'. Default 10; 'inf' for none.")] = None,
+    workers: Annotated[int, typer.Option(min=0, help="Local worker processes; 0 = all "
+                                         "cores.")] = 1,
+    executor: Annotated[str | None, typer.Option(help="dask://HOST:PORT to audit on a Dask "
+                                                 "cluster instead.")] = None,
+    html: Annotated[Path | None, typer.Option(help="Also write an HTML report here.")] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Show every suppressed cell, not only "
+                                       "those not protected.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", help="No progress on stderr.")] = False,
+) -> None:
+    """Prove, for every suppressed cell, the interval an attacker can derive (LP and over
+    whole units) and whether it protects the cell. Exit 0: all protected; 4: some disclosed or
+    under-protected; 3: some unknown within the time limit."""
+    import math
+
+    from statrecon.commands.progress import run_bar
+    from statrecon.engines.intervals import DEFAULT_TIME_LIMIT, AuditOptions
+    from statrecon.engines.table_problem import APRIORI
+    from statrecon.outputs import check_writable, write_atomically
+    from statrecon.report import output_console
+    from statrecon.report import tables as report
+    from statrecon.runs.tables import audit_tables
+
+    if apriori not in APRIORI:
+        raise StatreconError(f"--apriori {apriori!r}: choose from {', '.join(APRIORI)}")
+    if html is not None:
+        check_writable(html, "--html")
+    tables = load_tables(source, rda=rda, recompute=recompute_totals, dimensions=dimensions,
+                         value=value, status=status, frequency=frequency, microdata=microdata,
+                         rules={"max_n": max_n, "p_percent": p_percent, "nk": nk,
+                                "protect_zeros": protect_zeros, "protection": protection})
+    limit = None if time_limit is not None and math.isinf(time_limit) else (
+        time_limit or DEFAULT_TIME_LIMIT)
+    options = AuditOptions(time_limit=limit, integer=integer)
+    with run_bar("suppressed cells", "not protected", quiet=quiet) as progress:
+        result = audit_tables(tables, options, apriori=apriori,
+                              workers=workers or os.cpu_count() or 1, executor=executor,
+                              on_progress=progress)
+    if html is not None:
+        page = report.html_page(result)
+        write_atomically(html, lambda tmp: tmp.write_text(page, encoding="utf-8"))
+    if as_json:
+        sys.stdout.write(json.dumps(report.to_json(result)) + "\n")
+    else:
+        report.render(result, output_console(), show_all=all_)
+    verdicts = {c.verdict for c in result.result.cells}
+    if verdicts & {"disclosed", "under-protected"}:
+        raise typer.Exit(EXIT_UNPROTECTED)
+    if "unknown" in verdicts:
+        raise typer.Exit(EXIT_UNKNOWN)

@@ -1,0 +1,181 @@
+"""An audit of suppressed table cells as JSON (the contract of ``tables audit --json``), as a
+Rich table on the terminal, and as one self-contained HTML page for a data steward.
+
+Only cell codes, published or suppressed cell values and intervals are shown: a table cell is
+an aggregate, never a respondent's record.
+"""
+
+from __future__ import annotations
+
+import html
+from collections import Counter
+from fractions import Fraction
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table as RichTable
+
+from statrecon.engines.intervals import CellAudit, Interval, Verdict
+from statrecon.report import safe_text
+from statrecon.runs.tables import TableAudit
+
+VERDICTS: tuple[Verdict, ...] = ("disclosed", "under-protected", "unknown", "protected")
+_STYLE = {"disclosed": "bold red", "under-protected": "red", "unknown": "yellow",
+          "protected": "green"}
+MAX_ATTACKS_SHOWN = 10
+
+
+def _bounds(interval: Interval | None) -> dict[str, Any] | None:
+    return None if interval is None else interval.to_json()
+
+
+def cell_json(audit: TableAudit, i: int) -> dict[str, Any]:
+    """One suppressed cell as ``tables audit --json`` gives it."""
+    cell: CellAudit = audit.result.cells[i]
+    key = audit.keys[i]
+    places = audit.tables.where(key)
+    table, codes = places[0]
+    status = audit.tables.cell(key).status.value
+    return {
+        "table": table, "codes": codes, "also_in": [name for name, _ in places[1:]],
+        "name": cell.name, "value": float(cell.value), "value_exact": str(cell.value),
+        "status": status, "lp": _bounds(cell.lp), "integer": _bounds(cell.integer),
+        "protection": {"lower": float(cell.protection[0]), "upper": float(cell.protection[1])},
+        "verdict": cell.verdict, "tighter_than_lp": cell.tighter,
+        "attack": list(cell.attack.equations),
+        "attack_published_cells": list(cell.attack.published),
+        "elapsed_s": round(cell.elapsed_s, 6),
+    }
+
+
+def to_json(audit: TableAudit) -> dict[str, Any]:
+    """``{"tables": [...], "cells": [...], "summary": {...}, "elapsed_s": t}``; numbers as
+    floats, each interval end also exact (``lower_exact``) with its status."""
+    suppressed = Counter(place[0] for key in audit.keys
+                         for place in audit.tables.where(key))
+    tables = [{"name": t.name, "cells": len(t.cells), "suppressed": suppressed.get(t.name, 0)}
+              for t in audit.tables.tables]
+    verdicts = Counter(c.verdict for c in audit.result.cells)
+    return {
+        "tables": tables,
+        "cells": [cell_json(audit, i) for i in range(len(audit.result.cells))],
+        "summary": {"suppressed": len(audit.result.cells),
+                    **{v: verdicts.get(v, 0) for v in VERDICTS},
+                    "integer_tighter_than_lp": len(audit.result.tighter),
+                    "all_protected": audit.all_protected,
+                    "a_priori_bounds": audit.apriori},
+        "elapsed_s": round(audit.result.elapsed_s, 6),
+    }
+
+
+def _number(value: Fraction | None) -> str:
+    if value is None:
+        return "∞"
+    if value.denominator == 1:
+        return f"{int(value):,}"
+    return f"{float(value):,.2f}"
+
+
+def interval_text(interval: Interval | None) -> str:
+    """``[a, b]`` with ``?`` for an end not proven (a time limit)."""
+    if interval is None:
+        return "–"
+    ends = []
+    for bound in (interval.lower, interval.upper):
+        ends.append(_number(bound.value) if bound.proven else "?")
+    return f"[{ends[0]}, {ends[1]}]"
+
+
+def render(audit: TableAudit, console: Console, show_all: bool = False) -> None:
+    """The cells that are not protected (every cell with ``show_all``), the counts, the cells
+    the integer audit tightened, and the attack on the first few flagged cells."""
+    cells = audit.result.cells
+    verdicts = Counter(c.verdict for c in cells)
+    counts = ", ".join(f"{verdicts[v]} {v}" for v in VERDICTS if verdicts.get(v))
+    console.print(f"{len(cells)} suppressed cells audited in {audit.result.elapsed_s:.2f} s: "
+                  f"{counts or 'none'}")
+    shown = [i for i, c in enumerate(cells) if show_all or c.verdict != "protected"]
+    if shown:
+        console.print(_cell_table(audit, shown))
+    tighter = audit.result.tighter
+    if tighter:
+        console.print(f"{len(tighter)} cells have an integer interval strictly inside their LP "
+                      "interval (an LP audit misjudges them): "
+                      + "; ".join(safe_text(c.name) for c in tighter[:MAX_ATTACKS_SHOWN])
+                      + (" …" if len(tighter) > MAX_ATTACKS_SHOWN else ""))
+    for i in [i for i in shown if cells[i].verdict != "protected"][:MAX_ATTACKS_SHOWN]:
+        cell = cells[i]
+        console.print(f"[bold]{safe_text(cell.name)}[/bold]: {cell.verdict} by "
+                      + "; ".join(safe_text(e) for e in cell.attack.equations[:4])
+                      + (" …" if len(cell.attack.equations) > 4 else ""), highlight=False)
+    if audit.all_protected:
+        console.print("[green]every suppressed cell is protected[/green]")
+
+
+def _cell_table(audit: TableAudit, rows: list[int]) -> RichTable:
+    table = RichTable(show_lines=False)
+    for column in ("cell", "value", "status", "LP interval", "integer interval",
+                   "protection", "verdict"):
+        table.add_column(column, justify="left" if column in ("cell", "status", "verdict")
+                         else "right")
+    for i in rows:
+        cell = audit.result.cells[i]
+        status = audit.tables.cell(audit.keys[i]).status.value
+        table.add_row(safe_text(cell.name), _number(cell.value), status,
+                      interval_text(cell.lp), interval_text(cell.integer),
+                      f"-{_number(cell.protection[0])} / +{_number(cell.protection[1])}",
+                      f"[{_STYLE[cell.verdict]}]{cell.verdict}[/]")
+    return table
+
+
+_CSS = """
+body { font-family: system-ui, sans-serif; max-width: 70rem; margin: 2rem auto;
+       padding: 0 1rem; color: #222; line-height: 1.45; }
+table { border-collapse: collapse; margin: 0.8rem 0; }
+th, td { border: 1px solid #ccc; padding: 0.25rem 0.6rem; vertical-align: top; }
+th { background: #f2f2f2; text-align: left; } td.n { text-align: right; }
+.disclosed { color: #b00; font-weight: bold; } .under-protected { color: #b00; }
+.unknown { color: #a60; } .protected { color: #070; }
+.note { font-size: 0.9rem; color: #555; }
+"""
+
+
+def html_page(audit: TableAudit) -> str:
+    """The audit as one HTML page (no scripts, nothing loaded)."""
+    e = html.escape
+    data = to_json(audit)
+    summary = data["summary"]
+    rows = []
+    for i, cell in enumerate(audit.result.cells):
+        item = data["cells"][i]
+        attack = "<br>".join(e(x) for x in cell.attack.equations)
+        rows.append(
+            f"<tr><td>{e(item['table'])}</td><td>{e(cell.name)}</td>"
+            f"<td class=n>{e(_number(cell.value))}</td><td>{e(item['status'])}</td>"
+            f"<td class=n>{e(interval_text(cell.lp))}</td>"
+            f"<td class=n>{e(interval_text(cell.integer))}</td>"
+            f"<td class=n>{e(_number(cell.protection[0]))} / "
+            f"{e(_number(cell.protection[1]))}</td>"
+            f"<td class='{e(cell.verdict)}'>{e(cell.verdict)}"
+            f"{' (integer tighter)' if cell.tighter else ''}</td><td>{attack}</td></tr>")
+    names = ", ".join(e(t["name"]) for t in data["tables"])
+    counts = ", ".join(f"{summary[v]} {v}" for v in VERDICTS)
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'>"
+        f"<title>Suppression audit: {names}</title><style>{_CSS}</style></head><body>"
+        f"<h1>Suppression audit: {names}</h1>"
+        f"<p>{summary['suppressed']} suppressed cells: {counts}. "
+        f"{summary['integer_tighter_than_lp']} cells have an integer interval strictly "
+        "inside their LP interval.</p>"
+        "<p class=note>Each interval is the least and greatest value a suppressed cell can "
+        "take given every published cell and the table's additivity (cells at least 0). The LP "
+        "interval allows fractions, as tau-Argus and sdcTable audit; the integer interval is "
+        "what an attacker who knows values are whole units can prove. Every end is proven (an "
+        "exact dual certificate, or a witness table plus a solver's INFEASIBLE beyond it); "
+        "'?' marks an end not proven within the time limit. A cell is under-protected when "
+        "its interval does not cover its value minus its lower and plus its upper protection "
+        "level.</p>"
+        "<table><thead><tr><th>table</th><th>cell</th><th>value</th><th>status</th>"
+        "<th>LP interval</th><th>integer interval</th><th>protection</th><th>verdict</th>"
+        f"<th>attack (equations used)</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        f"<p class=note>Audited in {audit.result.elapsed_s:.2f} s.</p></body></html>")

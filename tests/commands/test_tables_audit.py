@@ -1,0 +1,105 @@
+"""``statrecon tables audit`` end to end: tau-Argus input, a table as CSV, microdata with rules;
+the JSON contract, the exit codes (0 protected, 4 not, 1 bad input), the HTML report, and the
+same answer from a local pool as in process."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+from pathlib import Path
+
+import pandas as pd
+
+from tests.conftest import EXAMPLES, CliRunner, assert_one_line_error
+
+ARB = EXAMPLES / "tables" / "tauargus" / "TestTable.arb"
+TAB = EXAMPLES / "tables" / "tauargus" / "pp.tab"
+# a 3-way frequency table with primaries and random secondaries (its generate.py beside it)
+THREE_WAY = EXAMPLES / "tables" / "threeway" / "threeway.csv"
+
+
+def test_tau_argus_batch_file_all_primaries_disclosed(run_cli: CliRunner,
+                                                      tmp_path: Path) -> None:
+    """pp.tab's primary cells alone (no secondary suppression): each is pinned by the
+    totals, so every one is disclosed, LP and integer interval its own value; exit 4."""
+    html = tmp_path / "audit.html"
+    code, out, err = run_cli("tables", "audit", ARB, "--json", "--quiet", "--html", html)
+    assert code == 4, err
+    data = json.loads(out)
+    assert data["tables"] == [{"name": "pp", "cells": 162, "suppressed": 9}]
+    assert len(data["cells"]) == 9
+    for cell in data["cells"]:
+        assert set(cell) >= {"table", "codes", "value", "status", "lp", "integer",
+                             "protection", "verdict", "attack"}
+        assert cell["status"] == "primary" and cell["verdict"] == "disclosed"
+        for kind in ("lp", "integer"):
+            assert Fraction(cell[kind]["lower_exact"]) == Fraction(cell["value_exact"])
+            assert Fraction(cell[kind]["upper_exact"]) == Fraction(cell["value_exact"])
+        assert cell["attack"], cell  # the equations that pin it
+    assert data["summary"]["disclosed"] == 9 and not data["summary"]["all_protected"]
+    page = html.read_text(encoding="utf-8")
+    assert "Suppression audit: pp" in page and page.count("<tr>") == 10
+    assert "<script" not in page
+
+
+def test_a_table_that_does_not_add_up_is_a_one_line_error(run_cli: CliRunner) -> None:
+    """pp.tab as published: three totals are off by one (tau-Argus recomputes them)."""
+    result = run_cli("tables", "audit", TAB, "--json")
+    assert_one_line_error(result, "pp.tab:", "does not add up", "Region=Os")
+    code, out, _ = run_cli("tables", "audit", TAB, "--recompute-totals", "--json", "--quiet")
+    assert code == 4 and len(json.loads(out)["cells"]) == 9
+
+
+def test_csv_table_integer_intervals_and_pool(run_cli: CliRunner) -> None:
+    """A 3-way table: every interval holds the true value, the integer one inside the LP one,
+    some strictly (3-way tables have fractional LP bounds); two worker processes give the
+    same intervals as one."""
+    args = ("tables", "audit", THREE_WAY, "--dimensions", "a,b,c", "--value", "value",
+            "--status", "status", "--frequency", "frequency", "--json", "--quiet")
+    code, out, err = run_cli(*args)
+    data = json.loads(out)
+    verdicts = {c["verdict"] for c in data["cells"]}
+    assert code == (4 if verdicts & {"disclosed", "under-protected"} else 0), err
+    tighter = 0
+    for cell in data["cells"]:
+        value, lp, ip = (Fraction(cell["value_exact"]), cell["lp"], cell["integer"])
+        assert Fraction(lp["lower_exact"]) <= Fraction(ip["lower_exact"]) <= value
+        assert value <= Fraction(ip["upper_exact"]) <= Fraction(lp["upper_exact"])
+        assert all(Fraction(ip[s]).denominator == 1 for s in ("lower_exact", "upper_exact"))
+        tighter += cell["tighter_than_lp"]
+    assert tighter == data["summary"]["integer_tighter_than_lp"] > 0
+    code2, out2, _ = run_cli(*args, "--workers", "2")
+    assert code2 == code
+    pooled = json.loads(out2)
+    assert [(c["name"], c["lp"], c["integer"]) for c in pooled["cells"]] == \
+        [(c["name"], c["lp"], c["integer"]) for c in data["cells"]]
+
+
+def test_microdata_with_a_frequency_rule(run_cli: CliRunner, tmp_path: Path) -> None:
+    """Records tabulated, cells with 1..N contributors primary: (M, c) and the town c total
+    (both 1 person); the M row and the empty (F, c) cell pin both."""
+    people = pd.DataFrame({"sex": ["F"] * 5 + ["M"] * 5,
+                           "town": ["a", "a", "a", "b", "b", "a", "a", "b", "b", "c"]})
+    path = tmp_path / "people.csv"
+    people.to_csv(path, index=False)
+    code, out, _ = run_cli("tables", "audit", path, "--microdata", "--dimensions",
+                           "sex,town", "--max-n", "1", "--json", "--quiet")
+    data = json.loads(out)
+    assert code == 4
+    assert [c["name"] for c in data["cells"]] == ["town=c", "sex=M, town=c"]
+    assert [c["verdict"] for c in data["cells"]] == ["disclosed", "disclosed"]
+    result = run_cli("tables", "audit", path, "--microdata", "--dimensions", "sex,town")
+    assert_one_line_error(result, "primary suppression rule")
+
+
+def test_bad_inputs(run_cli: CliRunner, tmp_path: Path) -> None:
+    bad = tmp_path / "t.txt"
+    bad.write_text("x")
+    assert_one_line_error(run_cli("tables", "audit", bad), "expected a tau-Argus")
+    csv = tmp_path / "t.csv"
+    csv.write_text("a,value\nx,1\n")
+    assert_one_line_error(run_cli("tables", "audit", csv, "--value", "value"),
+                          "--dimensions")
+    assert_one_line_error(run_cli("tables", "audit", ARB, "--apriori", "huge"),
+                          "--apriori")
+    assert_one_line_error(run_cli("tables", "audit", tmp_path / "none.arb"), "none.arb")
