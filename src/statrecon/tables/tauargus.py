@@ -582,7 +582,8 @@ class _Reader:
         more = f" ({len(bad) - 1} more equations do not add up)" if len(bad) > 1 else ""
         raise StatreconError(f"{where}: the table does not add up: {equations.names[row]}: "
                              f"{show(parent)} != {show(children)}{more}; tau-Argus's "
-                             f"<READTABLE> 1 recomputes the totals (additivity='recompute')",
+                             "<READTABLE> 1 recomputes the totals (--recompute-totals; "
+                             "additivity='recompute' in Python)",
                              where=where, statistic=equations.names[row])
 
 
