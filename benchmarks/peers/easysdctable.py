@@ -9,11 +9,19 @@ method). This module reads it, and ports the few SSBtools functions that decide 
 ``R/FindTableGroup.R``). It is a reference to check statrecon's own builder against, not part
 of statrecon; see ``examples/tables/easysdctable/README.md`` for the rules in words.
 
-    .venv/bin/python benchmarks/peers/easysdctable.py   # the cell and primary counts per row
+``table_set(name, linked, protect_zeros, max_n)`` gives one configuration of the comparison as
+statrecon tables: the table(s) ``build`` finds, each a :class:`statrecon.tables.Table` whose
+dimension ``region`` carries the fylke -> region (or kostragr -> region) hierarchy; linked
+tables as one :class:`statrecon.tables.TableSet` (a cell published in both tables is one
+cell); primary cells as ProtectTable's Gauss route marks them (count <= maxN; a zero only with
+protectZeros), protection levels 0.
+
+    .venv/bin/python benchmarks/peers/easysdctable.py   # cells and primary cells per row
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,6 +29,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from statrecon.tables import CellStatus, Hierarchy, Table, TableSet
+from statrecon.tables.frames import table_from_frame
+from statrecon.tables.model import Key
+from statrecon.tables.rules import MinFrequency, mark_primary
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPARISON = ROOT / "examples" / "tables" / "easysdctable" / "comparison.csv"
@@ -252,6 +265,109 @@ def primary_count(counts: dict[tuple[tuple[str, str], ...], int], max_n: int,
     return sum(1 for v in counts.values() if v <= max_n and (protect_zeros or v > 0))
 
 
+# ----------------------------------------------------------------------------------------
+# the comparison's configurations as statrecon tables
+
+
+def hierarchy(dim: Dimension) -> Hierarchy:
+    """A ProtectTable dimension as a statrecon hierarchy: the same codes, the same sums."""
+    return Hierarchy(dim.name, TOTAL, dim.children)
+
+
+def _label(name: str, dims: Sequence[Dimension], n_tables: int) -> str:
+    """A table's name: the data set's, with the coarse variables of its hierarchies when
+    there are two tables (``sosialFiktiv[fylke]``, ``sosialFiktiv[kostragr]``)."""
+    if n_tables == 1:
+        return name
+    return f"{name}[{'+'.join(d.variables[-1] for d in dims if len(d.variables) > 1)}]"
+
+
+def _check_linkable(built: Built) -> None:
+    """A statrecon key is a cell's non-total codes, so a code that two linked tables both
+    use must cover the same leaves in both (else two different sums would be one cell). In
+    the comparison's data the fylke and kostragr codes differ, so only Total and the leaves
+    are common, as in SSBtools' ``FindCommonCells``."""
+    by_name: dict[str, list[Dimension]] = {}
+    for dims in built.tables:
+        for d in dims:
+            by_name.setdefault(d.name, []).append(d)
+    for name, found in by_name.items():
+        for a, b in itertools.combinations(found, 2):
+            for code in set(a.codes()) & set(b.codes()):
+                if sorted(_leaves(a, code)) != sorted(_leaves(b, code)):
+                    raise ValueError(f"dimension {name}: code {code} covers different "
+                                     f"{name} codes in the linked tables")
+
+
+def tables_of(x: pd.DataFrame, dim_vars: Sequence[str], name: str) -> tuple[Table, ...]:
+    """The table(s) ProtectTable builds from ``x`` and ``dimVar`` as statrecon tables, every
+    cell safe (no rule applied yet): rows summed to the leaves of each table's dimensions,
+    totals computed from them (``margins="compute"``). The SSBtools data hold a row per leaf
+    combination, zeros included, so no cell is EMPTY: a zero is a published zero."""
+    built = build(x, dim_vars)
+    _check_linkable(built)
+    out = []
+    for dims in built.tables:
+        names = [d.name for d in dims]
+        rows = x.groupby(names, sort=False)[FREQ_VAR].sum().reset_index()
+        out.append(table_from_frame(rows, names, FREQ_VAR,
+                                    hierarchies={d.name: hierarchy(d) for d in dims},
+                                    name=_label(name, dims, len(built.tables))))
+    return tuple(out)
+
+
+@functools.cache
+def _safe_tables(name: str, linked: bool, directory: Path) -> tuple[Table, ...]:
+    return tables_of(load_data(name, directory), DIM_VARS[(name, linked)], name)
+
+
+def mark(tables: Sequence[Table], protect_zeros: bool, max_n: int) -> TableSet:
+    """Linked ``tables`` with ProtectTable's primary cells (GaussSuppression route:
+    ``primary <- zzz <= maxN``, then ``primary[zzz == 0] <- FALSE`` unless protectZeros),
+    protection levels 0 (a primary cell must only not be disclosed exactly)."""
+    rules = [MinFrequency(max_n)]
+    return TableSet(tuple(mark_primary(t, rules, protect_zeros=protect_zeros) for t in tables))
+
+
+def table_set(name: str, linked: bool, protect_zeros: bool, max_n: int,
+              directory: Path = DATA) -> TableSet:
+    """One configuration of the comparison (data set ``z2``, ``z3`` or ``sosialFiktiv``;
+    ``dimVar`` of the doc for ``linked``) as a statrecon TableSet with its primary cells."""
+    return mark(_safe_tables(name, linked, directory), protect_zeros, max_n)
+
+
+def primary_keys(tables: TableSet) -> tuple[Key, ...]:
+    """The keys of the primary cells, in ``keys()`` order."""
+    return tuple(k for k, c in zip(tables.keys(), tables.cells(), strict=True)
+                 if c.status is CellStatus.PRIMARY)
+
+
+def configurations(rows: pd.DataFrame | None = None) -> list[tuple[str, bool, bool, int]]:
+    """The comparison's 24 configurations (table, linked, protectZeros, maxN), in its order."""
+    rows = load_comparison() if rows is None else rows
+    keys = rows[["table", "linked", "protectZeros", "maxN"]].drop_duplicates()
+    return [(str(t), bool(linked), bool(zeros), int(n))
+            for t, linked, zeros, n in keys.itertuples(index=False)]
+
+
+def single_child_cells(tables: TableSet) -> dict[Key, Key]:
+    """Cells that repeat another cell because their code is the only child of its parent
+    (z2: region B, the only region of fylke 4): each such cell's key -> the key of the same
+    cell with the parent's code. sdcTable drops such codes internally ("bogus codes"), so a
+    count that treats each pair as one cell is ``len(keys()) - len(this)``."""
+    out: dict[Key, Key] = {}
+    for table in tables.tables:
+        for v in table.variables:
+            for parent, kids in table.hierarchies[v].children.items():
+                if len(kids) != 1:
+                    continue
+                for cell in table.cells:
+                    if cell.code(v) == kids[0]:
+                        codes = {w: parent if w == v else c for w, c in cell.codes}
+                        out[table.key(cell)] = table.key(table.cell(codes))
+    return out
+
+
 def main() -> None:
     data_dir = DATA
     for (name, linked), dim_vars in DIM_VARS.items():
@@ -267,6 +383,22 @@ def main() -> None:
                   if d.single_children()}
         print(f"{name:13s} linked={linked!s:5s} cells={len(counts):5d} primary={prim} "
               f"single-child codes={single}\n    {shape}")
+        print(f"    statrecon: {_statrecon_line(name, linked)}")
+
+
+def _statrecon_line(name: str, linked: bool) -> str:
+    """The same configuration as a statrecon TableSet: distinct cells, primary cells per
+    (protectZeros, maxN), cells shared by the linked tables, and the additivity check."""
+    found: dict[str, int] = {}
+    for zeros, n in itertools.product((False, True), (2, 10)):
+        tables = table_set(name, linked, zeros, n)
+        found[f"{'FT'[zeros]}{n}"] = len(primary_keys(tables))
+    tables = table_set(name, linked, False, 2)
+    tables.equations().check(tables.values())
+    published = sum(len(t.cells) for t in tables.tables)
+    return (f"keys={len(tables.keys())} primary={found} shared={published - len(tables.keys())}"
+            f" equations={tables.equations().matrix.shape[0]} (hold) "
+            f"single-child pairs={len(single_child_cells(tables))}")
 
 
 if __name__ == "__main__":

@@ -103,3 +103,38 @@ def test_bad_inputs(run_cli: CliRunner, tmp_path: Path) -> None:
     assert_one_line_error(run_cli("tables", "audit", ARB, "--apriori", "huge"),
                           "--apriori")
     assert_one_line_error(run_cli("tables", "audit", tmp_path / "none.arb"), "none.arb")
+
+
+def test_protect_writes_a_table_its_own_audit_passes(run_cli: CliRunner, tmp_path: Path) -> None:
+    """tau-Argus's test table: the fast pattern, written as tau-Argus files, read back and
+    audited by the command: every suppressed cell protected (exit 0); the exact method's
+    pattern is proven optimal and no larger."""
+    out = tmp_path / "pp_protected.tab"
+    code, data_out, err = run_cli("tables", "protect", ARB, "--out", out, "--json", "--quiet")
+    assert code == 0, err
+    fast = json.loads(data_out)
+    assert fast["status"] == "feasible" and fast["audit"]["protected"] == fast["primary"] == 9
+    assert out.exists() and out.with_suffix(".rda").exists()
+    code, audited, err = run_cli("tables", "audit", out, "--json", "--quiet")
+    assert code == 0, err
+    data = json.loads(audited)
+    assert data["summary"]["suppressed"] == fast["suppressed"]
+    assert data["summary"]["all_protected"]
+    csv = tmp_path / "pp_exact.csv"
+    code, exact_out, err = run_cli("tables", "protect", ARB, "--out", csv, "--method", "exact",
+                                   "--json", "--quiet")
+    exact = json.loads(exact_out)
+    assert code == 0 and exact["status"] == "optimal", err
+    assert len(exact["secondary"]) <= len(fast["secondary"])
+    frame = pd.read_csv(csv, dtype=str)
+    assert (frame["status"] == "secondary").sum() == len(exact["secondary"])
+
+
+def test_protect_bad_inputs_write_nothing(run_cli: CliRunner, tmp_path: Path) -> None:
+    out = tmp_path / "x.txt"
+    assert_one_line_error(run_cli("tables", "protect", ARB, "--out", out), ".tab, .csv")
+    assert_one_line_error(run_cli("tables", "protect", ARB, "--out", tmp_path / "a.tab",
+                                  "--method", "magic"), "--method")
+    assert_one_line_error(run_cli("tables", "protect", TAB, "--out", tmp_path / "b.tab"),
+                          "does not add up")
+    assert list(tmp_path.iterdir()) == []

@@ -15,7 +15,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
 import typer
 
@@ -120,48 +120,84 @@ def _from_microdata(source: Path, dims: list[str], response: str | None,
                                 protection=Protection(level, level))
 
 
+# ------------------------------------------------------------------ options both commands read
+
+Source = Annotated[Path, typer.Argument(
+    help="tau-Argus batch file (.arb) or table (.tab with its .rda), or a CSV/Parquet table of "
+         "one row per cell (--dimensions, --value, --status), or microdata (--microdata).")]
+Rda = Annotated[Path | None, typer.Option(help="tau-Argus metadata of a .tab (default: the "
+                                          ".rda beside it).")]
+Recompute = Annotated[bool | None, typer.Option(
+    "--recompute-totals/--check-totals",
+    help="tau-Argus input: recompute totals from the cells below them, as tau-Argus's "
+         "<READTABLE> 1 does (default: as the .arb says; a .tab is checked).")]
+Dimensions = Annotated[str | None, typer.Option(
+    help="CSV/Parquet input: the explanatory variables, comma-separated.")]
+Value = Annotated[str | None, typer.Option(
+    help="CSV/Parquet input: the column of cell values (with --microdata: the response to "
+         "sum; none counts records).")]
+Status = Annotated[str | None, typer.Option(
+    help="CSV/Parquet input: the column of cell statuses (S safe, U primary, M secondary, P "
+         "protected, E empty).")]
+Frequency = Annotated[str | None, typer.Option(
+    help="CSV/Parquet input: the column of contributor counts.")]
+Microdata = Annotated[bool, typer.Option(
+    "--microdata", help="The CSV/Parquet file holds records: tabulate them and mark primary "
+                        "cells by the rules below.")]
+MaxN = Annotated[int | None, typer.Option(min=1, help="--microdata: primary when 1 <= "
+                                          "frequency <= N.")]
+PPercent = Annotated[float | None, typer.Option(min=0.0, help="--microdata: the p%-rule "
+                                                "with this p.")]
+NK = Annotated[str | None, typer.Option(help="--microdata: the (n,k)-dominance rule, "
+                                       "'N,K'.")]
+ProtectZeros = Annotated[bool, typer.Option(help="--microdata: zero cells are primary "
+                                            "too.")]
+ProtectionLevel = Annotated[float, typer.Option(
+    min=0.0, help="--microdata: protection levels of primary cells, as a fraction of their "
+                  "value (both sides).")]
+AprioriOption = Annotated[str, typer.Option(
+    "--apriori", help="What the attacker knows of every cell beforehand: nonnegative (at "
+                      "least 0), or tau-argus (at most the largest cell value of the true "
+                      "table, as tau-Argus's audit assumes; for comparing with it).")]
+Quiet = Annotated[bool, typer.Option("--quiet", help="No progress on stderr.")]
+AsJson = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
+
+
+def _inputs(source: Path, rda: Path | None, recompute: bool | None, dimensions: str | None,
+            value: str | None, status: str | None, frequency: str | None, microdata: bool,
+            max_n: int | None, p_percent: float | None, nk: str | None, protect_zeros: bool,
+            protection: float) -> Any:
+    return load_tables(source, rda=rda, recompute=recompute, dimensions=dimensions,
+                       value=value, status=status, frequency=frequency, microdata=microdata,
+                       rules={"max_n": max_n, "p_percent": p_percent, "nk": nk,
+                              "protect_zeros": protect_zeros, "protection": protection})
+
+
+def _check_apriori(apriori: str) -> None:
+    from statrecon.engines.table_problem import APRIORI
+
+    if apriori not in APRIORI:
+        raise StatreconError(f"--apriori {apriori!r}: choose from {', '.join(APRIORI)}")
+
+
 @tables_app.command("audit")
 def audit(
-    source: Annotated[Path, typer.Argument(
-        help="tau-Argus batch file (.arb) or table (.tab with its .rda), or a CSV/Parquet "
-             "table of one row per cell (--dimensions, --value, --status), or microdata "
-             "(--microdata).")],
-    rda: Annotated[Path | None, typer.Option(help="tau-Argus metadata of a .tab (default: "
-                                             "the .rda beside it).")] = None,
-    recompute_totals: Annotated[bool | None, typer.Option(
-        "--recompute-totals/--check-totals",
-        help="tau-Argus input: recompute totals from the cells below them, as tau-Argus's "
-             "<READTABLE> 1 does (default: as the .arb says; a .tab is checked).")] = None,
-    dimensions: Annotated[str | None, typer.Option(
-        help="CSV/Parquet input: the explanatory variables, comma-separated.")] = None,
-    value: Annotated[str | None, typer.Option(
-        help="CSV/Parquet input: the column of cell values (with --microdata: the response "
-             "to sum; none counts records).")] = None,
-    status: Annotated[str | None, typer.Option(
-        help="CSV/Parquet input: the column of cell statuses (S safe, U primary, M "
-             "secondary, P protected, E empty).")] = None,
-    frequency: Annotated[str | None, typer.Option(
-        help="CSV/Parquet input: the column of contributor counts.")] = None,
-    microdata: Annotated[bool, typer.Option(
-        "--microdata", help="The CSV/Parquet file holds records: tabulate them and mark "
-                            "primary cells by the rules below.")] = False,
-    max_n: Annotated[int | None, typer.Option(min=1, help="--microdata: primary when 1 <= "
-                                              "frequency <= N.")] = None,
-    p_percent: Annotated[float | None, typer.Option(min=0.0, help="--microdata: the "
-                                                    "p%-rule with this p.")] = None,
-    nk: Annotated[str | None, typer.Option(help="--microdata: the (n,k)-dominance rule, "
-                                           "'N,K'.")] = None,
-    protect_zeros: Annotated[bool, typer.Option(help="--microdata: zero cells are "
-                                                "primary too.")] = False,
-    protection: Annotated[float, typer.Option(
-        min=0.0, help="--microdata: protection levels of primary cells, as a fraction of "
-                      "their value (both sides).")] = 0.0,
+    source: Source,
+    rda: Rda = None,
+    recompute_totals: Recompute = None,
+    dimensions: Dimensions = None,
+    value: Value = None,
+    status: Status = None,
+    frequency: Frequency = None,
+    microdata: Microdata = False,
+    max_n: MaxN = None,
+    p_percent: PPercent = None,
+    nk: NK = None,
+    protect_zeros: ProtectZeros = False,
+    protection: ProtectionLevel = 0.0,
     integer: Annotated[bool, typer.Option(help="Also the integer interval (CP-SAT), "
                                           "proven.")] = True,
-    apriori: Annotated[str, typer.Option(
-        help="What the attacker knows of every cell beforehand: nonnegative (at least 0), or "
-             "tau-argus (between the smallest and the largest cell value of the true table, "
-             "as tau-Argus's audit assumes; for comparing with it).")] = "nonnegative",
+    apriori: AprioriOption = "nonnegative",
     time_limit: Annotated[float | None, typer.Option(
         min=0.001, help="Seconds per cell for all its solves; a bound not proven in time is "
                         "'unknown'. Default 10; 'inf' for none.")] = None,
@@ -172,8 +208,8 @@ def audit(
     html: Annotated[Path | None, typer.Option(help="Also write an HTML report here.")] = None,
     all_: Annotated[bool, typer.Option("--all", help="Show every suppressed cell, not only "
                                        "those not protected.")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", help="No progress on stderr.")] = False,
+    as_json: AsJson = False,
+    quiet: Quiet = False,
 ) -> None:
     """Prove, for every suppressed cell, the interval an attacker can derive (LP and over
     whole units) and whether it protects the cell. Exit 0: all protected; 4: some disclosed or
@@ -182,25 +218,21 @@ def audit(
 
     from statrecon.commands.progress import run_bar
     from statrecon.engines.intervals import DEFAULT_TIME_LIMIT, AuditOptions
-    from statrecon.engines.table_problem import APRIORI
     from statrecon.outputs import check_writable, write_atomically
     from statrecon.report import output_console
     from statrecon.report import tables as report
     from statrecon.runs.tables import audit_tables
 
-    if apriori not in APRIORI:
-        raise StatreconError(f"--apriori {apriori!r}: choose from {', '.join(APRIORI)}")
+    _check_apriori(apriori)
     if html is not None:
         check_writable(html, "--html")
-    tables = load_tables(source, rda=rda, recompute=recompute_totals, dimensions=dimensions,
-                         value=value, status=status, frequency=frequency, microdata=microdata,
-                         rules={"max_n": max_n, "p_percent": p_percent, "nk": nk,
-                                "protect_zeros": protect_zeros, "protection": protection})
+    tables = _inputs(source, rda, recompute_totals, dimensions, value, status, frequency,
+                     microdata, max_n, p_percent, nk, protect_zeros, protection)
     limit = None if time_limit is not None and math.isinf(time_limit) else (
         time_limit or DEFAULT_TIME_LIMIT)
     options = AuditOptions(time_limit=limit, integer=integer)
     with run_bar("suppressed cells", "not protected", quiet=quiet) as progress:
-        result = audit_tables(tables, options, apriori=apriori,
+        result = audit_tables(tables, options, apriori=cast(Any, apriori),
                               workers=workers or os.cpu_count() or 1, executor=executor,
                               on_progress=progress)
     if html is not None:
@@ -214,4 +246,79 @@ def audit(
     if verdicts & {"disclosed", "under-protected"}:
         raise typer.Exit(EXIT_UNPROTECTED)
     if "unknown" in verdicts:
+        raise typer.Exit(EXIT_UNKNOWN)
+
+
+@tables_app.command("protect")
+def protect(
+    source: Source,
+    out: Annotated[Path, typer.Option(
+        help="The protected table: .tab (tau-Argus, with its .rda and .hrc beside it), .csv or "
+             ".parquet (one row per cell with its status).")],
+    rda: Rda = None,
+    recompute_totals: Recompute = None,
+    dimensions: Dimensions = None,
+    value: Value = None,
+    status: Status = None,
+    frequency: Frequency = None,
+    microdata: Microdata = False,
+    max_n: MaxN = None,
+    p_percent: PPercent = None,
+    nk: NK = None,
+    protect_zeros: ProtectZeros = False,
+    protection: ProtectionLevel = 0.0,
+    method: Annotated[str, typer.Option(
+        help="fast (Gaussian elimination, then an audit-driven repair: large and linked "
+             "tables) or exact (CP-SAT with cuts from failed audits: proves the fewest "
+             "cells, small tables).")] = "fast",
+    cost: Annotated[str, typer.Option(
+        help="What to minimise: count (cells), value (their total), or cost (the table's "
+             "cost column, e.g. tau-Argus's COSTVAR).")] = "count",
+    apriori: AprioriOption = "nonnegative",
+    time_limit: Annotated[float | None, typer.Option(
+        min=0.001, help="Seconds for the whole run; past it the best audited pattern is "
+                        "returned as feasible, or none. Default 60; 'inf' for none.")] = None,
+    as_json: AsJson = False,
+    quiet: Quiet = False,
+) -> None:
+    """Choose secondary cells so that every primary cell is protected under the integer
+    audit; every pattern is re-audited before it is written. Exit 0: written; 2: no pattern
+    protects a primary cell; 3: none found within the time limit (nothing written)."""
+    import math
+
+    from statrecon.commands.progress import step_bar
+    from statrecon.engines.suppression import METHODS, ProtectOptions
+    from statrecon.exitcodes import EXIT_INFEASIBLE
+    from statrecon.outputs import check_writable
+    from statrecon.report import output_console
+    from statrecon.report import tables as report
+    from statrecon.runs.tables import COSTS, protect_tables
+
+    _check_apriori(apriori)
+    if method not in METHODS:
+        raise StatreconError(f"--method {method!r}: choose from {', '.join(METHODS)}")
+    if cost not in COSTS:
+        raise StatreconError(f"--cost {cost!r}: choose from {', '.join(COSTS)}")
+    if out.suffix.lower() not in (".tab", ".csv", ".parquet"):
+        raise StatreconError(f"--out {out}: write a .tab, .csv or .parquet file")
+    check_writable(out, "--out")
+    tables = _inputs(source, rda, recompute_totals, dimensions, value, status, frequency,
+                     microdata, max_n, p_percent, nk, protect_zeros, protection)
+    if out.suffix.lower() == ".tab" and len(tables.tables) != 1:
+        raise StatreconError(f"--out {out}: linked tables are written as .csv or .parquet")
+    limit = None if time_limit is not None and math.isinf(time_limit) else (time_limit or 60.0)
+    with step_bar(f"Protecting ({method})", quiet=quiet) as tell:
+        options = ProtectOptions(method=cast(Any, method),
+                                 time_limit=limit,
+                                 on_progress=lambda stage, done, total: tell(done, total, stage))
+        done = protect_tables(tables, options, cost=cast(Any, cost), apriori=cast(Any, apriori))
+    if done.protected:
+        report.write_protected(done.tables, out)
+    if as_json:
+        sys.stdout.write(json.dumps(report.protection_json(done, out)) + "\n")
+    else:
+        report.render_protection(done, out, output_console())
+    if done.result.status == "infeasible":
+        raise typer.Exit(EXIT_INFEASIBLE)
+    if not done.protected:
         raise typer.Exit(EXIT_UNKNOWN)

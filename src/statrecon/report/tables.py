@@ -10,6 +10,7 @@ from __future__ import annotations
 import html
 from collections import Counter
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -17,7 +18,8 @@ from rich.table import Table as RichTable
 
 from statrecon.engines.intervals import CellAudit, Interval, Verdict
 from statrecon.report import safe_text
-from statrecon.runs.tables import TableAudit
+from statrecon.runs.tables import TableAudit, TableProtection
+from statrecon.tables import TableSet
 
 VERDICTS: tuple[Verdict, ...] = ("disclosed", "under-protected", "unknown", "protected")
 _STYLE = {"disclosed": "bold red", "under-protected": "red", "unknown": "yellow",
@@ -179,3 +181,71 @@ def html_page(audit: TableAudit) -> str:
         "<th>LP interval</th><th>integer interval</th><th>protection</th><th>verdict</th>"
         f"<th>attack (equations used)</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
         f"<p class=note>Audited in {audit.result.elapsed_s:.2f} s.</p></body></html>")
+
+
+# ----------------------------------------------------------------------------- protection
+
+
+def protection_json(done: TableProtection, out: Path | None = None) -> dict[str, Any]:
+    """``tables protect --json``: the status, the secondary cells (table, codes, value), the
+    cost, and the integer audit of every primary cell under the returned pattern."""
+    result = done.result
+    secondary = []
+    for key in done.secondary:
+        table, codes = done.tables.where(key)[0]
+        secondary.append({"table": table, "codes": codes, "name": done.tables.cell_name(key),
+                          "value": float(done.tables.cell(key).value)})
+    verdicts = Counter(c.verdict for c in result.audit.cells)
+    return {
+        "status": result.status, "note": result.note,
+        "primary": len(result.audit.cells), "secondary": secondary,
+        "suppressed": len(result.audit.cells) + len(secondary),
+        "cost": float(result.cost), "cost_exact": str(result.cost),
+        "audit": {v: verdicts.get(v, 0) for v in VERDICTS},
+        "primary_cells": [c.to_json() for c in result.audit.cells],
+        "rounds": result.rounds, "out": None if out is None or not done.protected else str(out),
+        "elapsed_s": round(result.elapsed_s, 6),
+    }
+
+
+def render_protection(done: TableProtection, out: Path, console: Console) -> None:
+    result = done.result
+    primary = len(result.audit.cells)
+    verdicts = Counter(c.verdict for c in result.audit.cells)
+    console.print(f"{result.status}: {primary} primary and {len(done.secondary)} secondary "
+                  f"cells suppressed (cost {_number(result.cost)}) in {result.elapsed_s:.2f} s; "
+                  "integer audit of the primary cells: "
+                  + ", ".join(f"{verdicts[v]} {v}" for v in VERDICTS if verdicts.get(v)))
+    if result.note:
+        console.print(safe_text(result.note), style="dim")
+    if done.protected:
+        console.print(f"wrote {safe_text(out)}")
+    else:
+        console.print("nothing written: no pattern that protects every primary cell was "
+                      "proven", style="yellow")
+
+
+def write_protected(tables: TableSet, out: Path) -> None:
+    """The protected table(s): tau-Argus ``.tab`` (one table), or one row per cell (CSV or
+    Parquet, a ``table`` column for linked tables), written atomically."""
+    # lazy: the writers (and pandas) load only when a protected table is written
+    from statrecon.outputs import write_atomically
+    from statrecon.tables.frames import to_frame
+    from statrecon.tables.tauargus import write_tab
+
+    if out.suffix.lower() == ".tab":
+        write_tab(tables.tables[0], out)
+        return
+    import pandas as pd  # lazy: as above
+
+    frames = []
+    for table in tables.tables:
+        frame = to_frame(table, exact_numbers=False)
+        if len(tables.tables) > 1:
+            frame.insert(0, "table", table.name)
+        frames.append(frame)
+    frame = pd.concat(frames, ignore_index=True)
+    if out.suffix.lower() == ".parquet":
+        write_atomically(out, lambda tmp: frame.to_parquet(tmp, index=False))
+    else:
+        write_atomically(out, lambda tmp: frame.to_csv(tmp, index=False))

@@ -1,4 +1,5 @@
-"""The audit of a suppressed table, cell by cell, in this process, on a local pool or on Dask.
+"""The audit of a suppressed table, cell by cell, in this process, on a local pool or on Dask;
+and its secondary suppression (``protect_tables``).
 
 Suppressed cells are independent units (``engines.intervals.audit_cell``): the prepared
 problem is sent once per worker, each cell comes back as it finishes and the progress bar
@@ -10,14 +11,16 @@ from __future__ import annotations
 import time
 from contextlib import closing
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Literal
 
 from statrecon.engines.intervals import AuditOptions, AuditResult, CellAudit, audit_cell, prepare
 from statrecon.engines.intervals.problem import Prepared
+from statrecon.engines.suppression import ProtectOptions, ProtectResult, protect
 from statrecon.engines.table_problem import Apriori, problem_from_tables
+from statrecon.errors import StatreconError
 from statrecon.runs.parallel import run_units
 from statrecon.runs.progress import Progress, Step
-from statrecon.tables import TableSet
+from statrecon.tables import CellStatus, TableSet
 
 
 @dataclass(frozen=True)
@@ -66,3 +69,47 @@ def audit_tables(tables: TableSet, options: AuditOptions | None = None, *,
     keys = tables.keys()
     return TableAudit(tables, AuditResult(ordered, time.perf_counter() - start),
                       tuple(keys[j] for j in cells), apriori)
+
+
+Cost = Literal["count", "value", "cost"]
+COSTS: tuple[Cost, ...] = ("count", "value", "cost")
+
+
+@dataclass(frozen=True)
+class TableProtection:
+    """Secondary suppression of ``tables``: the protected tables (secondary cells marked
+    SECONDARY), the engine's result (pattern, status, the integer audit of every primary
+    cell) and the keys of the secondary cells."""
+
+    tables: TableSet
+    result: ProtectResult
+    secondary: tuple[Any, ...]
+
+    @property
+    def protected(self) -> bool:
+        return self.result.status in ("optimal", "feasible")
+
+
+def protect_tables(tables: TableSet, options: ProtectOptions | None = None, *,
+                   cost: Cost = "count", apriori: Apriori = "nonnegative") -> TableProtection:
+    """Choose secondary cells so that every primary cell of ``tables`` is protected under the
+    integer audit. Cells that may not be suppressed: protected (P) and empty ones. ``cost``:
+    minimise the number of cells, their total value, or their cost column (tau-Argus's
+    COSTVAR; a cell without one costs its value)."""
+    if cost not in COSTS:
+        raise StatreconError(f"cost {cost!r}: choose from {', '.join(COSTS)}")
+    problem = problem_from_tables(tables, apriori)
+    cells = tables.cells()
+    candidates = [c.status in (CellStatus.SAFE, CellStatus.SECONDARY) and c.value > 0
+                  for c in cells]
+    if cost == "count":
+        costs = None
+    elif cost == "value":
+        costs = [c.value for c in cells]
+    else:
+        costs = [c.cost if c.cost is not None else c.value for c in cells]
+    result = protect(problem, candidates=candidates, costs=costs, options=options)
+    keys = tables.keys()
+    secondary = tuple(keys[j] for j in result.secondary)
+    marked = tables.with_statuses({k: CellStatus.SECONDARY for k in secondary})
+    return TableProtection(marked, result, secondary)
