@@ -11,19 +11,21 @@ from __future__ import annotations
 import itertools
 from dataclasses import replace
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_intervals_tables import TWO_LEVEL, Tables, flat, linked
+from test_intervals_tables import TWO_LEVEL, Hier, Tables, flat, linked
 
 from statrecon.engines.intervals import AuditOptions, IntervalProblem, audit
 from statrecon.engines.suppression import ProtectOptions, protect
 from statrecon.engines.suppression_gauss import P, gauss_pattern, null_coordinates
 from statrecon.errors import StatreconError
 
-SHAPES = {
+Shape = tuple[dict[str, Hier], list[tuple[str, ...]], tuple[int, ...]]
+SHAPES: dict[str, Shape] = {
     "2x3": ({"A": flat("a", 2), "B": flat("b", 3)}, [("A", "B")], (2, 3)),
     "hierarchy": ({"R": TWO_LEVEL, "K": flat("k", 2)}, [("R", "K")], (4, 2)),
     "2x2x2": ({"A": flat("a", 2), "B": flat("b", 2), "C": flat("c", 2)}, [("A", "B", "C")],
@@ -100,12 +102,16 @@ def test_exact_finds_the_least_cost_and_fast_a_safe_pattern(
         assert result.audit.all_protected and len(result.audit.cells) == sum(p.hidden)
 
 
+def two_by_three(values: list[list[int]]) -> Tables:
+    return linked(SHAPES["2x3"][0], SHAPES["2x3"][1], np.array(values))
+
+
 def cell(t: Tables, **codes: str) -> int:
     return t.keys.index(frozenset(codes.items()))
 
 
 def test_one_inner_cell_of_a_2x3_table_needs_a_rectangle() -> None:
-    t = linked(*SHAPES["2x3"][:2], np.array([[3, 4, 5], [6, 7, 8]]))
+    t = two_by_three([[3, 4, 5], [6, 7, 8]])
     p = t.problem([cell(t, A="a0", B="b0")])
     for method in ("fast", "exact"):
         r = protect(p, options=ProtectOptions(method=method))
@@ -115,7 +121,7 @@ def test_one_inner_cell_of_a_2x3_table_needs_a_rectangle() -> None:
 
 
 def test_a_cell_that_no_candidate_can_hide_is_infeasible_by_name() -> None:
-    t = linked(*SHAPES["2x3"][:2], np.array([[3, 4, 5], [6, 7, 8]]))
+    t = two_by_three([[3, 4, 5], [6, 7, 8]])
     i = cell(t, A="a0", B="b0")
     p = t.problem([i])
     row = [j for j in range(p.n_cells) if j != i and any(
@@ -128,7 +134,7 @@ def test_a_cell_that_no_candidate_can_hide_is_infeasible_by_name() -> None:
 
 
 def test_cost_by_value_prefers_small_cells() -> None:
-    t = linked(*SHAPES["2x3"][:2], np.array([[3, 40, 1], [6, 70, 2]]))
+    t = two_by_three([[3, 40, 1], [6, 70, 2]])
     p = t.problem([cell(t, A="a0", B="b0")])
     r = protect(p, costs=list(p.values), options=ProtectOptions(method="exact"))
     assert r.status == "optimal"
@@ -148,13 +154,13 @@ def test_linked_tables_are_protected_by_the_fast_method() -> None:
 
 
 def test_no_primary_cells_means_nothing_to_do() -> None:
-    t = linked(*SHAPES["2x3"][:2], np.array([[3, 4, 5], [6, 7, 8]]))
+    t = two_by_three([[3, 4, 5], [6, 7, 8]])
     r = protect(t.problem([]))
     assert r.status == "optimal" and r.secondary == () and r.cost == 0
 
 
 def test_a_time_limit_never_claims_optimality() -> None:
-    t = linked(*SHAPES["2x2x2"][:2], np.arange(1, 9).reshape(2, 2, 2))
+    t = linked(SHAPES["2x2x2"][0], SHAPES["2x2x2"][1], np.arange(1, 9).reshape(2, 2, 2))
     p = t.problem([0, 1])
     r = protect(p, options=ProtectOptions(method="exact", time_limit=0.0))
     assert r.status in ("unknown", "feasible")
@@ -166,8 +172,8 @@ def test_a_time_limit_never_claims_optimality() -> None:
     ({"costs": [-1] * 12}, "negative cost"),
     ({"options": ProtectOptions(method="best")}, "suppression method 'best'"),  # type: ignore[arg-type]
 ])
-def test_bad_arguments_are_one_line_errors(kwargs: dict, message: str) -> None:
-    t = linked(*SHAPES["2x3"][:2], np.array([[3, 4, 5], [6, 7, 8]]))
+def test_bad_arguments_are_one_line_errors(kwargs: dict[str, Any], message: str) -> None:
+    t = two_by_three([[3, 4, 5], [6, 7, 8]])
     with pytest.raises(StatreconError, match=message):
         protect(t.problem([0]), **kwargs)
 
@@ -204,7 +210,7 @@ def test_null_coordinates_span_the_null_space(name: str) -> None:
        st.lists(st.integers(0, 26), min_size=1, max_size=3, unique=True))
 def test_gauss_leaves_no_primary_cell_determined_by_the_equations(
         leaves: list[int], primaries: list[int]) -> None:
-    t = linked(*SHAPES["2x2x2"][:2], np.array(leaves).reshape(2, 2, 2))
+    t = linked(SHAPES["2x2x2"][0], SHAPES["2x2x2"][1], np.array(leaves).reshape(2, 2, 2))
     A = t.problem([]).matrix.toarray()
     n = A.shape[1]
     order = list(range(n - 1, -1, -1))
@@ -222,7 +228,7 @@ def test_gauss_leaves_no_primary_cell_determined_by_the_equations(
 
 
 def test_protection_levels_widen_the_pattern() -> None:
-    t = linked(*SHAPES["2x3"][:2], np.array([[3, 4, 5], [6, 7, 8]]))
+    t = two_by_three([[3, 4, 5], [6, 7, 8]])
     i = cell(t, A="a0", B="b0")
     plain = protect(t.problem([i]), options=ProtectOptions(method="exact"))
     # the interval must reach 3 + 4 = 7 upwards: more than one rectangle's worth of slack

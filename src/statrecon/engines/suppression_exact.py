@@ -120,7 +120,7 @@ def exact(run: Run, workers: int = 2) -> ProtectResult:
         return first
     best = first if first.status == "feasible" else None
     master = Master(run, workers)
-    master.add(_initial_cuts(run))
+    run.pool.extend(_initial_cuts(run))
     master.add(run.pool)
     order = suppress_order(run)
     while True:
