@@ -159,6 +159,28 @@ def test_no_primary_cells_means_nothing_to_do() -> None:
     assert r.status == "optimal" and r.secondary == () and r.cost == 0
 
 
+@pytest.mark.timeout(60)
+def test_repair_never_offers_a_cell_already_suppressed() -> None:
+    # found by hypothesis: the cheapest cell of a violated LP cut was a secondary cell
+    # suppressed already, so the repair loop added nothing and spun for ever
+    t = two_by_three([[0, 0, 0], [0, 1, 1]])
+    b1, a1b1 = cell(t, B="b1"), cell(t, A="a1", B="b1")
+    protection = [(0, 0)] * len(t.values)
+    protection[b1] = (0, 2)
+    p = t.problem([b1, a1b1], protection=protection)
+    candidates = [cell(t, A="a1"), cell(t), cell(t, B="b2"), cell(t, A="a1", B="b2")]
+    allowed = [j in candidates for j in range(p.n_cells)]
+    oracle = least_cost(p, candidates, [1] * p.n_cells)
+    for method in ("fast", "exact"):
+        r = protect(p, candidates=allowed, options=ProtectOptions(method=method))
+        assert r.rounds <= len(candidates) + 2 or method == "exact"
+        if oracle is None:
+            assert r.status == "infeasible"
+        else:
+            assert r.status in ("feasible", "optimal") and protects(p, r.hidden)
+            assert len(r.secondary) >= oracle
+
+
 def test_a_time_limit_never_claims_optimality() -> None:
     t = linked(SHAPES["2x2x2"][0], SHAPES["2x2x2"][1], np.arange(1, 9).reshape(2, 2, 2))
     p = t.problem([0, 1])

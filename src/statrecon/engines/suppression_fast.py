@@ -133,6 +133,8 @@ def repair(run: Run, suppressed: frozenset[int], order: Sequence[int]) -> Protec
     state = Repair(suppressed, list(order))
     while True:
         prep, failing = audit_pattern(run, state)
+        if failing and run.deadline.expired:  # cached audits alone would not see the clock
+            return _unknown(run, state, failing[0])
         if not failing:
             return run.result(state.suppressed, "feasible", state.audits, state.order)
         unknown = [a for a in failing if a.verdict == "unknown"]
@@ -142,9 +144,11 @@ def repair(run: Run, suppressed: frozenset[int], order: Sequence[int]) -> Protec
         for a in failing:
             cuts = run.oracle.cuts(prep, a, state.suppressed)
             run.pool.extend(cuts)
-            empty = next((c for c in cuts if not c.coefs), None)
-            if empty is not None:
-                return _infeasible(run, state, a, empty)
+            # a violated cut whose cells are all suppressed already cannot be met by adding
+            # cells (nor can any cut without cells): no pattern protects cell a
+            stuck = next((c for c in cuts if not _open_cells(c, state.suppressed)), None)
+            if stuck is not None:
+                return _infeasible(run, state, a, stuck)
             added.add(_cheapest(run, cuts, state.suppressed))
         state.order += sorted(added, key=lambda j: (run.costs[j], j))
         state.suppressed = state.suppressed | added
@@ -162,13 +166,21 @@ def audit_pattern(run: Run, state: Repair) -> tuple[Prepared, list[CellAudit]]:
     return prep, []
 
 
+def _open_cells(cut: Cut, suppressed: frozenset[int]) -> list[int]:
+    """The cells of ``cut`` not suppressed yet: adding one of them is what can meet it."""
+    return [j for j in cut.coefs if j not in suppressed]
+
+
 def _cheapest(run: Run, cuts: list[Cut], suppressed: frozenset[int]) -> int:
-    """The cell with the least cost per unit of the first cut's shortfall it covers (a
-    cell of the LP cut if there is one, else of the neighbourhood cut)."""
+    """The cell, not suppressed yet, with the least cost per unit of the first cut's
+    shortfall it covers (a cell of the LP cut if there is one, else of the neighbourhood
+    cut). Never a suppressed cell: each round of the repair loop grows the pattern, so the
+    loop ends."""
     cut = cuts[0]
     short = cut.rhs - cut.lhs(suppressed)
-    return min(cut.coefs, key=lambda j: (run.costs[j] / min(cut.coefs[j], short),
-                                         run.problem.values[j], j))
+    return min(_open_cells(cut, suppressed),
+               key=lambda j: (run.costs[j] / min(cut.coefs[j], short),
+                              run.problem.values[j], j))
 
 
 def _infeasible(run: Run, state: Repair, audit: CellAudit, cut: Cut) -> ProtectResult:
