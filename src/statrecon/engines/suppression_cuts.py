@@ -25,7 +25,7 @@ one lattice step 1/scale, which the LP interval then has too (both sides' cuts s
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Literal
@@ -36,6 +36,7 @@ from statrecon.engines.cpsat import Deadline
 from statrecon.engines.intervals import AuditOptions, CellAudit, IntervalProblem, audit_cell
 from statrecon.engines.intervals.problem import Prepared, prepare
 from statrecon.engines.intervals.results import Bound
+from statrecon.engines.suppression_screen import Screened, float_gap, meets, screen_cells
 
 Side = Literal["upper", "lower"]
 # audits the given cells of a prepared problem, results in the same order: in turn here, on
@@ -97,20 +98,22 @@ class Oracle:
         self.primaries = tuple(j for j, h in enumerate(problem.hidden) if h)
         self.A = sp.csr_matrix(problem.matrix)
         self.cache: dict[tuple[int, bool, frozenset[int]], CellAudit] = {}
+        self.screens: dict[tuple[int, frozenset[int]], Screened] = {}
+        self.last: tuple[frozenset[int], Prepared] | None = None
         self.audits = 0
         self.audit_map = audit_map or audit_in_turn
 
-    def audit(self, suppressed: frozenset[int], deadline: Deadline, integer: bool = True
-              ) -> tuple[Prepared, dict[int, CellAudit]]:
-        """The audit of every primary cell under the pattern ``suppressed``: the integer
-        audit, or with ``integer`` False the LP audit alone (a cheap screen: a failure it
-        proves is a failure of the integer audit too, the integer interval lying inside)."""
-        hidden = tuple(j in suppressed for j in range(self.problem.n_cells))
-        prep = prepare(_with_hidden(self.problem, hidden))
+    def audit(self, suppressed: frozenset[int], deadline: Deadline, integer: bool = True,
+              cells: Sequence[int] | None = None) -> tuple[Prepared, dict[int, CellAudit]]:
+        """The audit of the primary ``cells`` (default: all) under the pattern
+        ``suppressed``: the integer audit, or with ``integer`` False the LP audit alone (a
+        cheaper screen: a failure it proves is a failure of the integer audit too, the
+        integer interval lying inside)."""
+        prep = self.prepared(suppressed)
         self.audits += 1
         todo = []
         out: dict[int, CellAudit] = {}
-        for i in self.primaries:
+        for i in self.primaries if cells is None else cells:
             key = (i, integer, frozenset(prep.components[prep.component_of[i]].cells))
             if key in self.cache:
                 out[i] = self.cache[key]
@@ -124,17 +127,70 @@ class Oracle:
             out[i] = got
         return prep, out
 
+    def prepared(self, suppressed: frozenset[int]) -> Prepared:
+        """The problem with the pattern ``suppressed`` hidden, prepared once per pattern."""
+        if self.last is None or self.last[0] != suppressed:
+            hidden = tuple(j in suppressed for j in range(self.problem.n_cells))
+            self.last = (suppressed, prepare(_with_hidden(self.problem, hidden),
+                                             checked=True))
+        return self.last[1]
+
+    def screen(self, suppressed: frozenset[int], cells: Sequence[int], deadline: Deadline
+               ) -> tuple[Prepared, dict[int, Screened]]:
+        """HiGHS's float LP interval of each of ``cells`` under the pattern (no proof, see
+        :mod:`.suppression_screen`), cached like the audits."""
+        prep = self.prepared(suppressed)
+        out: dict[int, Screened] = {}
+        todo = []
+        for i in cells:
+            key = (i, frozenset(prep.components[prep.component_of[i]].cells))
+            if key in self.screens:
+                out[i] = self.screens[key]
+            else:
+                todo.append((i, key))
+        for (i, key), got in zip(todo, screen_cells(prep, [i for i, _ in todo], deadline),
+                                 strict=True):
+            if got.solved:
+                self.screens[key] = got
+            out[i] = got
+        return prep, out
+
+    def screen_passes(self, s: Screened) -> bool:
+        """Whether the float LP interval meets every requirement of the cell (a guess: the
+        exact audit decides)."""
+        v = self.problem.values[s.cell]
+        return s.solved and all(
+            meets(sum(float_gap(v, side, s.bounds[side]) for side in req.sides), req.level)
+            for req in requirements(self.problem, s.cell))
+
     def cuts(self, prep: Prepared, audit: CellAudit, suppressed: frozenset[int]) -> list[Cut]:
         """Cuts that every protecting pattern satisfies and ``suppressed`` violates, for a
         primary cell the audit proved unprotected: LP cuts for the requirements its LP
         interval fails, and the neighbourhood cut."""
-        i = audit.cell
+        bounds: dict[Side, Bound] = {"upper": audit.lp.upper, "lower": audit.lp.lower}
+        values = {s: b.value for s, b in bounds.items() if _finite(b)}
+        mults = {s: b.multipliers for s, b in bounds.items()}
+        return self._cuts(prep, audit.cell, values, mults, suppressed)
+
+    def screen_cuts(self, prep: Prepared, s: Screened, suppressed: frozenset[int]
+                    ) -> list[Cut]:
+        """The cuts of :meth:`cuts` from a float screen: the duals rounded to fractions are
+        multipliers like any other, so the LP cuts stay valid (only perhaps weaker)."""
+        values = {side: Fraction(b) for side, b in s.bounds.items() if b is not None}
+        return self._cuts(prep, s.cell, values, s.multipliers, suppressed, lazy=True)
+
+    def _cuts(self, prep: Prepared, i: int, values: Mapping[Side, Fraction | None],
+              mults: Mapping[Side, tuple[tuple[int, Fraction], ...]],
+              suppressed: frozenset[int], lazy: bool = False) -> list[Cut]:
+        """The LP cuts, then the neighbourhood cut (``lazy``: only when no LP cut has a
+        cell left to suppress, the one case a caller picking a cell needs it)."""
         out = []
         for req in requirements(self.problem, i):
-            cut = self._lp_cut(i, req, audit, suppressed)
+            cut = self._lp_cut(i, req, values, mults)
             if cut is not None and cut.violated(suppressed):
                 out.append(cut)
-        out.append(self.neighbourhood(prep, i, suppressed))
+        if not lazy or not any(j not in suppressed for c in out for j in c.coefs):
+            out.append(self.neighbourhood(prep, i, suppressed))
         return out
 
     def neighbourhood(self, prep: Prepared, i: int, suppressed: frozenset[int]) -> Cut:
@@ -146,25 +202,26 @@ class Oracle:
         cells = sorted(j for j in near if j not in suppressed and self.candidates[j])
         return Cut(dict.fromkeys(cells, Fraction(1)), Fraction(1), i, "neighbourhood")
 
-    def _lp_cut(self, i: int, req: Requirement, audit: CellAudit,
-                suppressed: frozenset[int]) -> Cut | None:
-        bounds = {"upper": audit.lp.upper, "lower": audit.lp.lower}
-        if not all(_finite(bounds[s]) for s in req.sides):
-            return None  # an unbounded or unknown side: no multipliers to cut with
-        gap = sum((self._gap(i, s, bounds[s]) for s in req.sides), Fraction(0))
+    def _lp_cut(self, i: int, req: Requirement, values: Mapping[Side, Fraction | None],
+                mults: Mapping[Side, tuple[tuple[int, Fraction], ...]]) -> Cut | None:
+        """The LP cut of one requirement from the bound ``values`` of each side (absent or
+        None: unbounded or unknown, no multipliers to cut with) and their multipliers."""
+        if not all(values.get(s) is not None for s in req.sides):
+            return None
+        gap = sum((self._gap(i, s, values[s]) for s in req.sides), Fraction(0))
         if gap >= req.level:
             return None  # the LP interval passes: only the integers fail
         w: dict[int, Fraction | None] = {}
         for s in req.sides:
-            for j, wj in self.weights(i, s, bounds[s].multipliers).items():
+            for j, wj in self.weights(i, s, mults[s]).items():
                 old = w.get(j, Fraction(0))
                 w[j] = None if wj is None or old is None else old + wj
         return self._as_cut(i, w, req.level)
 
-    def _gap(self, i: int, side: Side, b: Bound) -> Fraction:
+    def _gap(self, i: int, side: Side, bound: Fraction | None) -> Fraction:
         v = self.problem.values[i]
-        assert b.value is not None
-        return b.value - v if side == "upper" else v - b.value
+        assert bound is not None
+        return bound - v if side == "upper" else v - bound
 
     def weights(self, i: int, side: Side, multipliers: tuple[tuple[int, Fraction], ...]
                 ) -> dict[int, Fraction | None]:

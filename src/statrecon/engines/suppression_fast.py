@@ -19,6 +19,7 @@ from typing import Literal
 from statrecon.engines.cpsat import Deadline
 from statrecon.engines.intervals import AuditResult, CellAudit, IntervalProblem
 from statrecon.engines.intervals.problem import Prepared
+from statrecon.engines.intervals.reach import protected_audit, reach
 from statrecon.engines.suppression_cuts import AuditMap, Cut, Oracle
 from statrecon.engines.suppression_gauss import gauss_pattern
 
@@ -118,40 +119,111 @@ def fast(run: Run) -> ProtectResult:
 
 @dataclass
 class Repair:
-    """Where the repair loop stands: the pattern, the order cells joined it, and the audit
-    of its primary cells."""
+    """Where the repair loop stands: the pattern, the order cells joined it, the audit of
+    its primary cells, and the primary cells already proven protected (``proven``: under
+    this pattern or a part of it of ``proven_at`` cells, which suppressing more cells cannot
+    undo)."""
 
     suppressed: frozenset[int]
     order: list[int]
     audits: dict[int, CellAudit] = field(default_factory=dict)
+    proven: dict[int, CellAudit] = field(default_factory=dict)
+    proven_at: dict[int, int] = field(default_factory=dict)
+
+    def grow(self, run: Run, added: set[int]) -> None:
+        self.order += sorted(added, key=lambda j: (run.costs[j], j))
+        self.suppressed = self.suppressed | added
 
 
 def repair(run: Run, suppressed: frozenset[int], order: Sequence[int]) -> ProtectResult:
-    """Audit; for each primary cell still unprotected add the cheapest cell its cuts offer;
-    until every primary cell is protected, one is proven impossible, or time runs out. The
-    LP audit screens each pattern; the integer audit runs once the LP audit passes."""
+    """Until every primary cell is proven protected (or one is proven impossible to protect,
+    or time runs out): screen the pattern in floats and, while some primary cell fails the
+    screen, add for each such cell the cheapest cell its cuts offer; once the floats have
+    nothing to add, audit exactly (LP certificates and integer bounds) the primary cells not
+    proven yet and repair the ones that fail the same way. A cell proven protected stays
+    protected as the pattern grows (the attacker only loses information), so it is not
+    audited again. Every round adds a cell or ends: the loop ends."""
     state = Repair(suppressed, list(order))
     while True:
-        prep, failing = audit_pattern(run, state)
-        if failing and run.deadline.expired:  # cached audits alone would not see the clock
-            return _unknown(run, state, failing[0])
+        if run.deadline.expired:
+            return _unknown(run, state, next((i for i in run.primaries
+                                              if i not in state.proven), run.primaries[0]))
+        todo = _by_witness(run, state)
+        prep, screens = run.oracle.screen(state.suppressed, todo, run.deadline)
+        weak = [screens[i] for i in todo if not run.oracle.screen_passes(screens[i])]
+        run.progress("screen", len(run.primaries) - len(weak), len(run.primaries))
+        found = [(s.cell, run.oracle.screen_cuts(prep, s, state.suppressed))
+                 for s in weak if s.solved]
+        # only the LP cuts of a screen are valid (any multipliers give one); its
+        # neighbourhood cut rests on a float verdict, so it only suggests a cell
+        run.pool.extend(c for _, cuts in found for c in cuts if c.kind == "lp")
+        stop, added = _grow(run, state, found, proven=False)
+        if stop is not None or added:
+            if stop is not None:
+                return stop
+            continue
+        prep, state.audits = run.oracle.audit(state.suppressed, run.deadline, True, todo)
+        for i, a in state.audits.items():
+            if a.verdict == "protected":
+                state.proven[i], state.proven_at[i] = a, len(state.suppressed)
+        run.progress("audit", len(state.proven), len(run.primaries))
+        failing = [a for a in state.audits.values() if a.verdict != "protected"]
         if not failing:
-            return run.result(state.suppressed, "feasible", state.audits, state.order)
+            state.audits = dict(state.proven)
+            return run.result(state.suppressed, "feasible", state.audits, state.order,
+                              note=_proof_note(state))
         unknown = [a for a in failing if a.verdict == "unknown"]
         if unknown:
-            return _unknown(run, state, unknown[0])
-        added: set[int] = set()
-        for a in failing:
-            cuts = run.oracle.cuts(prep, a, state.suppressed)
-            run.pool.extend(cuts)
-            # a violated cut whose cells are all suppressed already cannot be met by adding
-            # cells (nor can any cut without cells): no pattern protects cell a
-            stuck = next((c for c in cuts if not _open_cells(c, state.suppressed)), None)
-            if stuck is not None:
-                return _infeasible(run, state, a, stuck)
-            added.add(_cheapest(run, cuts, state.suppressed))
-        state.order += sorted(added, key=lambda j: (run.costs[j], j))
-        state.suppressed = state.suppressed | added
+            return _unknown(run, state, unknown[0].cell)
+        found = [(a.cell, run.oracle.cuts(prep, a, state.suppressed)) for a in failing]
+        run.pool.extend(c for _, cuts in found for c in cuts)
+        stop, _ = _grow(run, state, found, proven=True)
+        if stop is not None:
+            return stop
+
+
+def _by_witness(run: Run, state: Repair) -> list[int]:
+    """Prove what witness tables can (:mod:`statrecon.engines.intervals.reach`): few LPs
+    cover many cells. Returns the primary cells left unproven."""
+    todo = [i for i in run.primaries if i not in state.proven]
+    prep = run.oracle.prepared(state.suppressed)
+    reached = reach(prep, todo, run.deadline)
+    for i, r in reached.items():
+        if r.met():
+            state.proven[i] = protected_audit(prep, r)
+            state.proven_at[i] = len(state.suppressed)
+    run.progress("witness", len(state.proven), len(run.primaries))
+    return [i for i in todo if i not in state.proven]
+
+
+def _grow(run: Run, state: Repair, found: list[tuple[int, list[Cut]]], proven: bool
+          ) -> tuple[ProtectResult | None, int]:
+    """Add, for each failing primary cell, the cheapest cell its cuts offer. A violated cut
+    whose cells are all suppressed already (or that has no cells) cannot be met by adding
+    cells: no pattern protects that cell, proven when the cut is valid (an LP cut, or any
+    cut from an exact audit: ``proven``). Returns that result, or None and how many cells
+    were added."""
+    added: set[int] = set()
+    for i, cuts in found:
+        for cut in cuts:
+            if not _open_cells(cut, state.suppressed) and (proven or cut.kind == "lp"):
+                return _infeasible(run, state, i, cut), 0
+        open_cuts = [c for c in cuts if _open_cells(c, state.suppressed)]
+        if open_cuts:
+            added.add(_cheapest(run, open_cuts[0], state.suppressed))
+    state.grow(run, added)
+    return None, len(added)
+
+
+def _proof_note(state: Repair) -> str:
+    """Say how many primary cells were proven protected under a part of the pattern."""
+    size = len(state.suppressed)
+    earlier = sum(1 for n in state.proven_at.values() if n < size)
+    if not earlier:
+        return ""
+    return (f"{earlier} of {len(state.proven)} primary cells were proven protected under a "
+            "part of the returned pattern (suppressing more cells only widens an interval); "
+            "their intervals under the returned pattern contain the ones shown")
 
 
 def audit_pattern(run: Run, state: Repair) -> tuple[Prepared, list[CellAudit]]:
@@ -171,26 +243,25 @@ def _open_cells(cut: Cut, suppressed: frozenset[int]) -> list[int]:
     return [j for j in cut.coefs if j not in suppressed]
 
 
-def _cheapest(run: Run, cuts: list[Cut], suppressed: frozenset[int]) -> int:
-    """The cell, not suppressed yet, with the least cost per unit of the first cut's
-    shortfall it covers (a cell of the LP cut if there is one, else of the neighbourhood
-    cut). Never a suppressed cell: each round of the repair loop grows the pattern, so the
-    loop ends."""
-    cut = cuts[0]
+def _cheapest(run: Run, cut: Cut, suppressed: frozenset[int]) -> int:
+    """The cell, not suppressed yet, with the least cost per unit of the cut's shortfall it
+    covers (the callers pass an LP cut first when there is one, else the neighbourhood cut).
+    Never a suppressed cell: each round of the repair loop grows the pattern."""
     short = cut.rhs - cut.lhs(suppressed)
     return min(_open_cells(cut, suppressed),
                key=lambda j: (run.costs[j] / min(cut.coefs[j], short),
                               run.problem.values[j], j))
 
 
-def _infeasible(run: Run, state: Repair, audit: CellAudit, cut: Cut) -> ProtectResult:
+def _infeasible(run: Run, state: Repair, cell: int, cut: Cut) -> ProtectResult:
     why = "its LP interval" if cut.kind == "lp" else "its interval"
-    note = (f"cell {audit.name!r} cannot be protected: no cell that may be suppressed "
-            f"widens {why} (verdict {audit.verdict} with every useful cell suppressed)")
+    note = (f"cell {run.problem.cell_names[cell]!r} cannot be protected: no cell that may "
+            f"be suppressed widens {why} enough (proven with every useful cell suppressed)")
     return run.result(state.suppressed, "infeasible", state.audits, state.order, note)
 
 
-def _unknown(run: Run, state: Repair, audit: CellAudit) -> ProtectResult:
+def _unknown(run: Run, state: Repair, cell: int) -> ProtectResult:
     why = "time limit" if run.deadline.expired else "the audit could not prove its bounds"
-    note = f"cell {audit.name!r}: protection not established ({why})"
-    return run.result(state.suppressed, "unknown", state.audits, state.order, note)
+    note = f"cell {run.problem.cell_names[cell]!r}: protection not established ({why})"
+    audits = {**state.audits, **state.proven}
+    return run.result(state.suppressed, "unknown", audits, state.order, note)

@@ -32,7 +32,12 @@ def check_cell(problem: IntervalProblem, audit: CellAudit) -> list[str]:
 def check_bound(problem: IntervalProblem, j: int, side: Side, bound: Bound,
                 lattice: bool = False) -> str | None:
     """None when the bound's proof holds (or it claims nothing: unknown), else why not.
-    ``lattice``: an integer bound (its witness must lie on the lattice 1/scale)."""
+    ``lattice``: an integer bound (its witness must lie on the lattice 1/scale). A reached
+    value (``reach``) is checked by its witness alone: a completion of the table (none: the
+    true table) in which the cell takes that value."""
+    if bound.status == "reached":
+        return "a reached value without its value" if bound.value is None else \
+            _witness(problem, j, bound, lattice)
     if not bound.proven:
         return None
     if bound.proof == "ray":

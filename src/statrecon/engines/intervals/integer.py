@@ -27,7 +27,7 @@ from statrecon.engines.intervals.problem import Component
 # how a proven bound is proven: "dual" LP multipliers + an exact optimal point; "ray" an
 # exact unbounded direction; "lp-dual" (integer) the LP certificate rounded to the lattice +
 # a witness; "infeasible" (integer) CP-SAT INFEASIBLE beyond + a witness; "none": unknown
-ProofKind = Literal["dual", "ray", "lp-dual", "infeasible", "none"]
+ProofKind = Literal["dual", "ray", "lp-dual", "infeasible", "witness", "none"]
 CPSAT_MAX = 2**50  # larger scaled values are left unknown rather than risk int64 overflow
 
 

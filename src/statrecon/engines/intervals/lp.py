@@ -30,7 +30,9 @@ from statrecon.engines.intervals.exact import (
 from statrecon.engines.intervals.highs import ComponentLp
 from statrecon.engines.intervals.problem import Component
 
-BoundStatus = Literal["proven", "unknown"]
+# reached: a witness attains the value, so the true end lies at least that far out
+# (``reach``); proven: the value is the end itself
+BoundStatus = Literal["proven", "reached", "unknown"]
 HIGHS_SAYS = {"limit": "HiGHS stopped at its time or iteration limit",
               "infeasible": "HiGHS found no point", "unbounded": "HiGHS found no lower bound"}
 

@@ -161,9 +161,12 @@ def first_failing_row(matrix: sp.csr_matrix, x: list[Fraction], rhs: list[Fracti
     return None
 
 
-def prepare(problem: IntervalProblem) -> Prepared:
-    """Check the problem and split its suppressed cells into components (once per problem)."""
-    check_problem(problem)
+def prepare(problem: IntervalProblem, checked: bool = False) -> Prepared:
+    """Check the problem and split its suppressed cells into components (once per problem).
+    ``checked``: the caller has checked a problem that differs from this one only in which
+    cells are hidden (no check reads them), so the check is not repeated."""
+    if not checked:
+        check_problem(problem)
     A = sp.csr_matrix(problem.matrix).astype(np.int64)
     A.sum_duplicates()
     A.eliminate_zeros()
@@ -192,7 +195,19 @@ def prepare(problem: IntervalProblem) -> Prepared:
 
 
 def _moved_rhs(p: IntervalProblem, A: sp.csr_matrix) -> list[Fraction]:
-    """rhs - (published cells' part of each row), exactly."""
+    """rhs - (published cells' part of each row), exactly: in int64 (values times the
+    scale) when no sum can overflow, else in Fractions."""
+    scaled = [v * p.scale for v in p.values]
+    if all(v.denominator == 1 for v in scaled):
+        shown = np.array([0 if h else int(v) for v, h in zip(scaled, p.hidden, strict=True)],
+                         dtype=object)
+        amax = int(np.abs(A.data).max()) if A.nnz else 0
+        worst = amax * int(np.abs(shown).sum()) + max((abs(r) for r in p.rhs), default=0) \
+            * p.scale
+        if worst < 2**62:
+            moved = np.asarray(p.rhs, dtype=np.int64) * p.scale \
+                - A.astype(np.int64) @ shown.astype(np.int64)
+            return [Fraction(int(v), p.scale) for v in moved]
     out = []
     for i in range(A.shape[0]):
         s, e = A.indptr[i], A.indptr[i + 1]

@@ -78,8 +78,9 @@ class Interval:
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for side, b in (("lower", self.lower), ("upper", self.upper)):
-            out[side] = approx(b.value) if b.proven else None
-            out[f"{side}_exact"] = exact(b.value) if b.proven else None
+            known = b.status in ("proven", "reached")
+            out[side] = approx(b.value) if known else None
+            out[f"{side}_exact"] = exact(b.value) if known else None
             out[f"{side}_status"] = b.status
         return out
 

@@ -1,0 +1,180 @@
+"""Protection proven by witness tables: for a suppressed cell with protection levels (l, u),
+an attacker's integer interval covers ``[v - l, v + u]`` and is more than a point exactly
+when completions of the table exist that put the cell at or beyond each end (the true table
+itself is one completion). So a few exact completions can prove many cells protected at
+once, with no optimum and no dual certificate: each is an integer (lattice) point checked
+equation by equation in exact integer arithmetic.
+
+The completions come from HiGHS: each LP pushes the cells that still need a witness towards
+the side they need (random weights, a fixed seed: runs repeat), and its optimal vertex,
+rounded to the lattice, counts only if it satisfies every equation and bound exactly. A
+vertex off the lattice proves nothing here; such cells keep their full audit
+(:func:`statrecon.engines.intervals.audit_cell`). What a witness proves is a *reached*
+value: the interval extends at least that far (``Bound`` status ``reached``), not its end.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import numpy as np
+import scipy.sparse as sp
+
+from statrecon.engines.cpsat import Deadline
+from statrecon.engines.intervals.problem import Component, Prepared
+from statrecon.engines.intervals.results import Attack, Bound, CellAudit, Interval
+
+ROUNDS = 12  # LPs per component without new witnesses before the sweep gives up
+LIMIT = 2**62  # int64 sums stay exact below this
+
+
+@dataclass
+class Reached:
+    """The furthest exact completions found so far for one cell: ``upper``/``lower`` are
+    (value, witness) with the witness as (cell, value) pairs over its component."""
+
+    cell: int
+    value: Fraction
+    up: Fraction  # value + upper protection level (one lattice step when both levels are 0)
+    down: Fraction  # value - lower protection level (likewise)
+    upper: tuple[Fraction, tuple[tuple[int, Fraction], ...]] | None = None
+    lower: tuple[Fraction, tuple[tuple[int, Fraction], ...]] | None = None
+    either: bool = False  # levels (0, 0): one side beyond the value is enough
+
+    def met(self) -> bool:
+        hi = self.upper is not None and self.upper[0] >= self.up
+        lo = self.lower is not None and self.lower[0] <= self.down
+        return (hi or lo) if self.either else (hi and lo)
+
+    def wants(self) -> tuple[bool, bool]:
+        """(up, down): the sides still without a witness."""
+        hi = self.upper is None or self.upper[0] < self.up
+        lo = self.lower is None or self.lower[0] > self.down
+        if self.either:
+            return (hi and lo, hi and lo)
+        return hi, lo
+
+
+@dataclass
+class _Lattice:
+    """A component's equations and bounds times its scale, in integers (None: some
+    right-hand side is off the lattice, so no lattice point exists)."""
+
+    A: sp.csr_matrix
+    b: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray  # no upper bound: the largest int64
+    amax: int = field(default=1)
+
+
+def _lattice(comp: Component, scale: int) -> _Lattice | None:
+    b = [v * scale for v in comp.b]
+    if any(v.denominator != 1 for v in b) or any((v * scale).denominator != 1
+                                                 for v in comp.lo):
+        return None
+    A = sp.csr_matrix(comp.a_float).astype(np.int64)
+    hi = [np.iinfo(np.int64).max if h is None else math.floor(h * scale)
+          for h in comp.hi]
+    return _Lattice(A, np.array([int(v) for v in b], dtype=np.int64),
+                    np.array([int(v * scale) for v in comp.lo], dtype=np.int64),
+                    np.array(hi, dtype=np.int64),
+                    int(np.abs(A.data).max()) if A.nnz else 1)
+
+
+def lattice_point(lat: _Lattice, x: np.ndarray, scale: int) -> np.ndarray | None:
+    """x rounded to the lattice (as integers times scale) when it satisfies every equation
+    and bound exactly; None otherwise."""
+    if not np.all(np.isfinite(x)):
+        return None
+    xi = np.rint(x * scale).astype(np.int64)
+    if np.any(xi < lat.lo) or np.any(xi > lat.hi):
+        return None
+    if xi.size and int(np.abs(xi).max()) * lat.amax * max(1, lat.A.shape[1]) >= LIMIT:
+        return None  # an int64 sum could overflow: not checked here
+    return xi if np.array_equal(lat.A @ xi, lat.b) else None
+
+
+def reach(prep: Prepared, cells: Sequence[int], deadline: Deadline, seed: int = 0
+          ) -> dict[int, Reached]:
+    """Exact completions pushing each of ``cells`` (suppressed cells of ``prep``) to the
+    ends its protection asks for. Each cell's entry says how far they reached."""
+    p = prep.problem
+    step = Fraction(1, p.scale)
+    out: dict[int, Reached] = {}
+    for j in cells:
+        low, up = p.protection_of(j)
+        v = p.values[j]
+        either = low == 0 and up == 0
+        out[j] = Reached(j, v, v + step if either else v + up,
+                         v - step if either else v - low, either=either)
+        if low == 0 and not either:
+            out[j].lower = (v, ())  # the true table reaches the value itself
+        if up == 0 and not either:
+            out[j].upper = (v, ())
+    by_comp: dict[int, list[int]] = {}
+    for j in cells:
+        by_comp.setdefault(prep.component_of[j], []).append(j)
+    rng = np.random.default_rng(seed)
+    for ci, members in by_comp.items():
+        _sweep(prep, ci, [out[j] for j in members], deadline, rng)
+    return out
+
+
+def _sweep(prep: Prepared, ci: int, cells: list[Reached], deadline: Deadline,
+           rng: np.random.Generator) -> None:
+    comp, scale = prep.components[ci], prep.problem.scale
+    lat = _lattice(comp, scale)
+    if lat is None:
+        return
+    idle = 0
+    while idle < ROUNDS and not deadline.expired:
+        cost: dict[int, float] = {}
+        for r in cells:
+            up, down = r.wants()
+            if not (up or down):
+                continue
+            sign = -1.0 if up and (not down or rng.random() < 0.5) else 1.0
+            cost[comp.local[r.cell]] = sign * (1.0 + rng.random())
+        if not cost:
+            return
+        got = prep.solver(ci).solve(cost, deadline.left())
+        xi = lattice_point(lat, got.x, scale) if got.status == "optimal" else None
+        if xi is None or not _record(comp, cells, xi, scale):
+            idle += 1
+
+
+def _record(comp: Component, cells: list[Reached], xi: np.ndarray, scale: int) -> bool:
+    """Keep the witness xi (integers times scale) for every cell it takes further."""
+    witness: tuple[tuple[int, Fraction], ...] | None = None
+    better = False
+    for r in cells:
+        v = Fraction(int(xi[comp.local[r.cell]]), scale)
+        up, down = r.wants()
+        if up and v > r.value and (r.upper is None or v > r.upper[0]):
+            witness = witness or _pairs(comp, xi, scale)
+            r.upper, better = (v, witness), True
+        elif down and v < r.value and (r.lower is None or v < r.lower[0]):
+            witness = witness or _pairs(comp, xi, scale)
+            r.lower, better = (v, witness), True
+    return better
+
+
+def _pairs(comp: Component, xi: np.ndarray, scale: int) -> tuple[tuple[int, Fraction], ...]:
+    return tuple((c, Fraction(int(v), scale)) for c, v in zip(comp.cells, xi, strict=True))
+
+
+def protected_audit(prep: Prepared, r: Reached) -> CellAudit:
+    """The audit of a cell whose witnesses meet its protection: both intervals given by the
+    values reached (status ``reached``: the true ends lie at least that far out)."""
+    p = prep.problem
+    sides = []
+    for got in (r.lower, r.upper):
+        value, witness = got if got is not None else (r.value, ())
+        sides.append(Bound(value, "reached", "witness", witness=witness))
+    interval = Interval(sides[0], sides[1])
+    return CellAudit(cell=r.cell, name=p.cell_names[r.cell], value=r.value,
+                     protection=p.protection_of(r.cell), lp=interval, integer=interval,
+                     attack=Attack((), ()), verdict="protected")
