@@ -188,6 +188,18 @@ def test_a_time_limit_never_claims_optimality() -> None:
     assert r.status in ("unknown", "feasible")
 
 
+def test_a_time_limit_stops_the_gaussian_pass_and_the_repair_loop() -> None:
+    rng = np.random.default_rng(1)
+    t = linked({"A": flat("a", 40), "B": flat("b", 40)}, [("A", "B")],
+               rng.integers(0, 6, (40, 40)))
+    p = t.problem([j for j, v in enumerate(t.values) if 0 < v <= 1])
+    r = protect(p, options=ProtectOptions(method="fast", time_limit=0.0))
+    assert r.status == "unknown" and "time limit" in r.note
+    assert r.elapsed_s < 5
+    done = protect(p, options=ProtectOptions(method="fast", time_limit=None))
+    assert done.status == "feasible" and protects(p, done.hidden)
+
+
 @pytest.mark.parametrize(("kwargs", "message"), [
     ({"candidates": [True]}, "candidates has 1 entries"),
     ({"costs": [1]}, "costs has 1 entries"),

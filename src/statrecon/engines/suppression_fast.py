@@ -113,7 +113,11 @@ def fast(run: Run) -> ProtectResult:
     fixed = [j for j in range(p.n_cells) if not p.hidden[j] and not run.candidates[j]]
     secondary, _ = gauss_pattern(p.matrix, run.primaries, fixed,
                                  list(reversed(suppress_order(run))),
-                                 lambda d, t: run.progress("gauss", d, t))
+                                 lambda d, t: run.progress("gauss", d, t),
+                                 expired=lambda: run.deadline.expired)
+    if run.deadline.expired:
+        note = "time limit during the Gaussian elimination: no pattern audited"
+        return run.result(frozenset(run.primaries), "unknown", {}, note=note)
     return repair(run, frozenset((*run.primaries, *secondary)), secondary)
 
 

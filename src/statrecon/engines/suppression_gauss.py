@@ -183,13 +183,15 @@ class _Basis:
 
 def gauss_pattern(matrix: sp.csr_matrix, primaries: Sequence[int], fixed: Sequence[int],
                   publish_order: Sequence[int],
-                  on_step: Callable[[int, int], None] | None = None
-                  ) -> tuple[list[int], set[int]]:
+                  on_step: Callable[[int, int], None] | None = None,
+                  expired: Callable[[], bool] | None = None) -> tuple[list[int], set[int]]:
     """Secondary cells (in the order chosen) so that no primary cell is in the span of the
     published ones, modulo P: ``fixed`` cells are published whatever happens, then the cells
     of ``publish_order`` one by one, each suppressed instead when publishing it would
     determine a primary cell. Also returns the primary cells the fixed cells already
-    determine (no choice of secondaries can save those from a linear attack)."""
+    determine (no choice of secondaries can save those from a linear attack).
+    ``expired()`` True (checked every 256 cells): stop there, the pattern unfinished (the
+    caller, which owns the clock, must not use it)."""
     X = null_coordinates(matrix)
     basis = _Basis({i: X[i] for i in primaries})
     for j in fixed:
@@ -198,6 +200,8 @@ def gauss_pattern(matrix: sp.csr_matrix, primaries: Sequence[int], fixed: Sequen
     secondary: list[int] = []
     total = len(publish_order)
     for done, j in enumerate(publish_order, start=1):
+        if expired is not None and done % 256 == 0 and expired():
+            break
         r = basis.reduce(X[j])
         if basis.reveals(r):
             secondary.append(j)
