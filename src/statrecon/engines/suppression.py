@@ -56,7 +56,7 @@ def protect(problem: IntervalProblem, *, candidates: Sequence[bool] | None = Non
     if options.method not in METHODS:
         raise StatreconError(f"suppression method {options.method!r}: choose from "
                              f"{', '.join(METHODS)}")
-    run = _run(problem, candidates, costs, options)
+    run = prepare_run(problem, candidates, costs, options)
     if not run.primaries:
         return run.result(frozenset(), "optimal", {}, note="no primary cells")
     if options.method == "exact":
@@ -64,8 +64,10 @@ def protect(problem: IntervalProblem, *, candidates: Sequence[bool] | None = Non
     return fast(run)
 
 
-def _run(problem: IntervalProblem, candidates: Sequence[bool] | None,
-         costs: Sequence[Fraction | int] | None, options: ProtectOptions) -> Run:
+def prepare_run(problem: IntervalProblem, candidates: Sequence[bool] | None,
+                costs: Sequence[Fraction | int] | None, options: ProtectOptions) -> Run:
+    """The checked state of one protection run (what both methods start from; benchmarks
+    use it to run the Gaussian pass alone)."""
     check_problem(problem)
     n = problem.n_cells
     if candidates is None:

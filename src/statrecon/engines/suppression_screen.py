@@ -38,8 +38,10 @@ class Screened:
 
 
 def screen_cells(prep: Prepared, cells: Sequence[int], deadline: Deadline) -> list[Screened]:
-    """Both LP bounds of each cell (a suppressed cell of ``prep``), in floats."""
-    return [_screen_cell(prep, j, deadline) for j in cells]
+    """Both LP bounds of each cell (a suppressed cell of ``prep``), in floats; past the
+    deadline the rest come back unsolved."""
+    return [Screened(j, False, {}, {}) if deadline.expired else _screen_cell(prep, j, deadline)
+            for j in cells]
 
 
 def _screen_cell(prep: Prepared, j: int, deadline: Deadline) -> Screened:

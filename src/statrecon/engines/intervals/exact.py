@@ -23,6 +23,9 @@ Side = Literal["lower", "upper"]
 Rows = Sequence[Sequence[tuple[int, int]]]  # per equation: (cell, integer coefficient)
 DENOMINATORS = (1, 1000, 10**6)  # rationalising a float: the simplest fraction near it first
 AT_BOUND = 1e-9  # relative: a float this close to a bound is read as sitting on it
+# the largest system (equations x unknowns) solved exactly; larger: no candidate (the bound
+# stays unknown rather than overrun its time limit in an uninterruptible elimination)
+MAX_EXACT_ENTRIES = 1_000_000
 
 
 def reduced_costs(rows: Rows, cost: Mapping[int, Fraction | int],
@@ -141,6 +144,8 @@ def solve_near(matrix: Sequence[Sequence[Fraction]], rhs: Sequence[Fraction],
     n = len(guess)
     if n == 0:
         return [] if all(v == 0 for v in rhs) else None
+    if len(rhs) * n > MAX_EXACT_ENTRIES:
+        return None  # FLINT's exact elimination would take minutes, past any time limit
     if not rhs:
         return [_rational(g, DENOMINATORS[-1]) for g in guess]
     flint = _flint()

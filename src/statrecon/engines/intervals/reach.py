@@ -27,7 +27,7 @@ from statrecon.engines.cpsat import Deadline
 from statrecon.engines.intervals.problem import Component, Prepared
 from statrecon.engines.intervals.results import Attack, Bound, CellAudit, Interval
 
-ROUNDS = 12  # LPs per component without new witnesses before the sweep gives up
+ROUNDS = 6  # LPs per component without new witnesses before the sweep gives up
 LIMIT = 2**62  # int64 sums stay exact below this
 
 
