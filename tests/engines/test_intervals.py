@@ -7,6 +7,7 @@ time limit gives unknown, never a bound."""
 from __future__ import annotations
 
 import pickle
+import time
 from dataclasses import replace
 from fractions import Fraction
 
@@ -23,6 +24,7 @@ from test_intervals_tables import (
     lp_oracle,
 )
 
+from statrecon.engines.cpsat import Deadline
 from statrecon.engines.intervals import (
     AuditOptions,
     Bound,
@@ -256,6 +258,18 @@ def test_a_zero_time_limit_gives_unknown_never_a_bound() -> None:
         for b in (c.lp.lower, c.lp.upper, c.integer.lower, c.integer.upper):
             assert b.status == "unknown" and b.value is None
         assert c.verdict == "unknown"
+
+
+def test_a_batch_deadline_bounds_every_cell_whatever_its_own_limit() -> None:
+    """A batch of cells shares one end: a passed deadline leaves every cell unknown even
+    with no limit of its own (otherwise a batch can take its limit once per cell)."""
+    p = random_two_way(6, 6, 10, 1)
+    passed = Deadline(time.monotonic() - 1)
+    result = audit(p, options=AuditOptions(time_limit=None, deadline=passed))
+    assert result.cells and all(c.verdict == "unknown" for c in result.cells)
+    later = Deadline.after(3600)
+    full = audit(p, options=AuditOptions(time_limit=None, deadline=later))
+    assert all(c.verdict != "unknown" for c in full.cells)
 
 
 def test_a_tiny_time_limit_proves_only_what_it_proves() -> None:

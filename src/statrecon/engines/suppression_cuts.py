@@ -119,7 +119,7 @@ class Oracle:
                 out[i] = self.cache[key]
             else:
                 todo.append((i, key))
-        options = AuditOptions(time_limit=deadline.left(), integer=integer)
+        options = AuditOptions(time_limit=None, integer=integer, deadline=deadline)
         for (i, key), got in zip(todo, self.audit_map(prep, [i for i, _ in todo], options),
                                  strict=True):
             if got.verdict != "unknown":  # an unknown is not kept: more time may settle it

@@ -18,8 +18,10 @@ from typing import Literal
 
 from statrecon.engines.cpsat import Deadline
 from statrecon.engines.intervals import AuditResult, CellAudit, IntervalProblem
+from statrecon.engines.intervals.moves import move
 from statrecon.engines.intervals.problem import Prepared
-from statrecon.engines.intervals.reach import protected_audit, reach
+from statrecon.engines.intervals.reach import protected_audit, reach, targets
+from statrecon.engines.intervals.witness_search import search
 from statrecon.engines.suppression_cuts import AuditMap, Cut, Oracle
 from statrecon.engines.suppression_gauss import gauss_pattern
 
@@ -166,6 +168,7 @@ def repair(run: Run, suppressed: frozenset[int], order: Sequence[int]) -> Protec
             if stop is not None:
                 return stop
             continue
+        todo = _by_search(run, state, todo)
         prep, state.audits = run.oracle.audit(state.suppressed, run.deadline, True, todo)
         for i, a in state.audits.items():
             if a.verdict == "protected":
@@ -192,6 +195,21 @@ def _by_witness(run: Run, state: Repair) -> list[int]:
     todo = [i for i in run.primaries if i not in state.proven]
     prep = run.oracle.prepared(state.suppressed)
     reached = reach(prep, todo, run.deadline)
+    move(prep, reached, run.deadline)
+    for i, r in reached.items():
+        if r.met():
+            state.proven[i] = protected_audit(prep, r)
+            state.proven_at[i] = len(state.suppressed)
+    run.progress("witness", len(state.proven), len(run.primaries))
+    return [i for i in todo if i not in state.proven]
+
+
+def _by_search(run: Run, state: Repair, todo: list[int]) -> list[int]:
+    """Before the full audit: CP-SAT witnesses (feasibility only, no optimum to prove) for
+    the cells the LP vertices could not prove. Returns the primary cells left unproven."""
+    prep = run.oracle.prepared(state.suppressed)
+    reached = targets(prep, todo)
+    search(prep, reached, run.deadline)
     for i, r in reached.items():
         if r.met():
             state.proven[i] = protected_audit(prep, r)

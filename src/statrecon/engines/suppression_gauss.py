@@ -114,11 +114,14 @@ def null_coordinates(matrix: sp.csr_matrix) -> list[Vec]:
     return [dict(ns.expr[c]) if c in ns.expr else {c: 1} for c in range(n)]
 
 
-def _key(v: Vec) -> tuple[tuple[int, int], ...]:
-    """The canonical representative of v's direction: scaled so its first entry is 1."""
-    first = min(v)
-    f = _inv(v[first])
-    return tuple(sorted((c, a * f % P) for c, a in v.items()))
+Key = frozenset[tuple[int, int]]
+
+
+def _key(v: Vec) -> Key:
+    """The canonical representative of v's direction: scaled so its first entry is 1 (a set
+    of entries: hashing it needs no sort)."""
+    f = _inv(v[min(v)])
+    return frozenset((c, a * f % P) for c, a in v.items())
 
 
 class _Basis:
@@ -130,13 +133,15 @@ class _Basis:
         self.holders: dict[int, set[int]] = defaultdict(set)  # coordinate -> basis pivots
         self.res = {i: dict(v) for i, v in primaries.items()}
         self.res_holders: dict[int, set[int]] = defaultdict(set)
-        self.by_key: dict[tuple[tuple[int, int], ...], set[int]] = defaultdict(set)
+        self.by_key: dict[Key, set[int]] = defaultdict(set)
+        self.key_of: dict[int, Key] = {}  # each residual's key
         self.revealed: set[int] = set()
         for i, v in self.res.items():
             for c in v:
                 self.res_holders[c].add(i)
             if v:
-                self.by_key[_key(v)].add(i)
+                self.key_of[i] = _key(v)
+                self.by_key[self.key_of[i]].add(i)
             else:
                 self.revealed.add(i)
 
@@ -161,10 +166,11 @@ class _Basis:
             self._update(self.rows[p], p, r, self.holders)
         for i in list(self.res_holders.pop(q, set())):
             old = self.res[i]
-            self.by_key[_key(old)].discard(i)
+            self.by_key[self.key_of.pop(i)].discard(i)
             self._update(old, i, r, self.res_holders)
             if old:
-                self.by_key[_key(old)].add(i)
+                self.key_of[i] = _key(old)
+                self.by_key[self.key_of[i]].add(i)
             else:
                 self.revealed.add(i)
         self.rows[q] = r

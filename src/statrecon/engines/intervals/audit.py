@@ -41,12 +41,16 @@ class AuditOptions:
     for none; a bound not proven in time is unknown, never guessed. ``integer``: also the
     integer interval (on the lattice 1/scale). ``workers``: CP-SAT search workers per solve
     (cells are the unit of parallelism, so 1). ``on_progress(done, total)`` is called by
-    ``audit`` after each cell; ``audit_cell`` never calls it (drop it before pickling)."""
+    ``audit`` after each cell; ``audit_cell`` never calls it (drop it before pickling).
+    ``deadline``: an end shared by a whole batch of cells (``time.monotonic``'s clock, so
+    this machine's processes only): each cell stops at the earlier of it and its own limit,
+    so a batch cannot take its time limit once per cell."""
 
     time_limit: float | None = DEFAULT_TIME_LIMIT
     integer: bool = True
     workers: int = 1
     on_progress: Callable[[int, int], None] | None = None
+    deadline: Deadline | None = None
 
 
 def audit(problem: IntervalProblem | Prepared, cells: Sequence[int] | None = None,
@@ -86,7 +90,7 @@ def audit_cell(problem: IntervalProblem | Prepared, j: int,
     ci = prep.component_of[j]
     comp, solver = prep.components[ci], prep.solver(ci)
     jl = comp.local[j]
-    deadline = Deadline.after(options.time_limit)
+    deadline = _earlier(Deadline.after(options.time_limit), options.deadline)
     low = lp_bound(solver, comp, {jl: 1}, "lower", deadline, p.scale)
     high = lp_bound(solver, comp, {jl: 1}, "upper", deadline, p.scale)
     lp = Interval(_lp_bound(comp, low), _lp_bound(comp, high))
@@ -100,6 +104,12 @@ def audit_cell(problem: IntervalProblem | Prepared, j: int,
                      lp=lp, integer=integer, attack=_attack(p, comp, (low, high)),
                      verdict=verdict(p.values[j], protection, lp, integer),
                      elapsed_s=time.perf_counter() - start)
+
+
+def _earlier(own: Deadline, shared: Deadline | None) -> Deadline:
+    if shared is None or shared.end is None:
+        return own
+    return shared if own.end is None or shared.end < own.end else own
 
 
 def _integer(prep: Prepared, ci: int, jl: int, lp: tuple[LpOutcome, LpOutcome],

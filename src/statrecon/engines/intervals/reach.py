@@ -59,7 +59,7 @@ class Reached:
 
 
 @dataclass
-class _Lattice:
+class Lattice:
     """A component's equations and bounds times its scale, in integers (None: some
     right-hand side is off the lattice, so no lattice point exists)."""
 
@@ -70,7 +70,7 @@ class _Lattice:
     amax: int = field(default=1)
 
 
-def _lattice(comp: Component, scale: int) -> _Lattice | None:
+def lattice_of(comp: Component, scale: int) -> Lattice | None:
     b = [v * scale for v in comp.b]
     if any(v.denominator != 1 for v in b) or any((v * scale).denominator != 1
                                                  for v in comp.lo):
@@ -78,29 +78,46 @@ def _lattice(comp: Component, scale: int) -> _Lattice | None:
     A = sp.csr_matrix(comp.a_float).astype(np.int64)
     hi = [np.iinfo(np.int64).max if h is None else math.floor(h * scale)
           for h in comp.hi]
-    return _Lattice(A, np.array([int(v) for v in b], dtype=np.int64),
+    return Lattice(A, np.array([int(v) for v in b], dtype=np.int64),
                     np.array([int(v * scale) for v in comp.lo], dtype=np.int64),
                     np.array(hi, dtype=np.int64),
                     int(np.abs(A.data).max()) if A.nnz else 1)
 
 
-def lattice_point(lat: _Lattice, x: np.ndarray, scale: int) -> np.ndarray | None:
+def lattice_point(lat: Lattice, x: np.ndarray, scale: int) -> np.ndarray | None:
     """x rounded to the lattice (as integers times scale) when it satisfies every equation
     and bound exactly; None otherwise."""
     if not np.all(np.isfinite(x)):
         return None
     xi = np.rint(x * scale).astype(np.int64)
+    return xi if completes(lat, xi) else None
+
+
+def completes(lat: Lattice, xi: np.ndarray) -> bool:
+    """xi (integers times scale) satisfies every bound and equation exactly."""
     if np.any(xi < lat.lo) or np.any(xi > lat.hi):
-        return None
+        return False
     if xi.size and int(np.abs(xi).max()) * lat.amax * max(1, lat.A.shape[1]) >= LIMIT:
-        return None  # an int64 sum could overflow: not checked here
-    return xi if np.array_equal(lat.A @ xi, lat.b) else None
+        return False  # an int64 sum could overflow: not checked here
+    return bool(np.array_equal(lat.A @ xi, lat.b))
 
 
 def reach(prep: Prepared, cells: Sequence[int], deadline: Deadline, seed: int = 0
           ) -> dict[int, Reached]:
     """Exact completions pushing each of ``cells`` (suppressed cells of ``prep``) to the
     ends its protection asks for. Each cell's entry says how far they reached."""
+    out = targets(prep, cells)
+    by_comp: dict[int, list[int]] = {}
+    for j in cells:
+        by_comp.setdefault(prep.component_of[j], []).append(j)
+    rng = np.random.default_rng(seed)
+    for ci, members in by_comp.items():
+        _sweep(prep, ci, [out[j] for j in members], deadline, rng)
+    return out
+
+
+def targets(prep: Prepared, cells: Sequence[int]) -> dict[int, Reached]:
+    """Each cell's ends to reach, nothing reached yet beyond the true value."""
     p = prep.problem
     step = Fraction(1, p.scale)
     out: dict[int, Reached] = {}
@@ -114,21 +131,16 @@ def reach(prep: Prepared, cells: Sequence[int], deadline: Deadline, seed: int = 
             out[j].lower = (v, ())  # the true table reaches the value itself
         if up == 0 and not either:
             out[j].upper = (v, ())
-    by_comp: dict[int, list[int]] = {}
-    for j in cells:
-        by_comp.setdefault(prep.component_of[j], []).append(j)
-    rng = np.random.default_rng(seed)
-    for ci, members in by_comp.items():
-        _sweep(prep, ci, [out[j] for j in members], deadline, rng)
     return out
 
 
 def _sweep(prep: Prepared, ci: int, cells: list[Reached], deadline: Deadline,
            rng: np.random.Generator) -> None:
-    comp, scale = prep.components[ci], prep.problem.scale
-    lat = _lattice(comp, scale)
+    board = Board(prep, ci, cells)
+    lat = board.lattice
     if lat is None:
         return
+    comp, scale = board.comp, board.scale
     idle = 0
     while idle < ROUNDS and not deadline.expired:
         cost: dict[int, float] = {}
@@ -142,28 +154,47 @@ def _sweep(prep: Prepared, ci: int, cells: list[Reached], deadline: Deadline,
             return
         got = prep.solver(ci).solve(cost, deadline.left())
         xi = lattice_point(lat, got.x, scale) if got.status == "optimal" else None
-        if xi is None or not _record(comp, cells, xi, scale):
+        if xi is None or not board.record(xi):
             idle += 1
 
 
-def _record(comp: Component, cells: list[Reached], xi: np.ndarray, scale: int) -> bool:
-    """Keep the witness xi (integers times scale) for every cell it takes further."""
-    witness: tuple[tuple[int, Fraction], ...] | None = None
-    better = False
-    for r in cells:
-        v = Fraction(int(xi[comp.local[r.cell]]), scale)
-        up, down = r.wants()
-        if up and v > r.value and (r.upper is None or v > r.upper[0]):
-            witness = witness or _pairs(comp, xi, scale)
-            r.upper, better = (v, witness), True
-        elif down and v < r.value and (r.lower is None or v < r.lower[0]):
-            witness = witness or _pairs(comp, xi, scale)
-            r.lower, better = (v, witness), True
-    return better
+class Board:
+    """The cells of one component being proven (by local index), the true table and the
+    component's lattice (None: off the lattice, nothing to find) in integers times scale."""
 
+    def __init__(self, prep: Prepared, ci: int, cells: Sequence[Reached]) -> None:
+        self.comp, self.scale = prep.components[ci], prep.problem.scale
+        self.index = {self.comp.local[r.cell]: r for r in cells}
+        self.lattice = lattice_of(self.comp, self.scale)
+        self.truth = np.zeros(len(self.comp.cells), dtype=np.int64)
+        if self.lattice is not None:
+            self.truth = np.array([int(prep.problem.values[c] * self.scale)
+                                   for c in self.comp.cells], dtype=np.int64)
 
-def _pairs(comp: Component, xi: np.ndarray, scale: int) -> tuple[tuple[int, Fraction], ...]:
-    return tuple((c, Fraction(int(v), scale)) for c, v in zip(comp.cells, xi, strict=True))
+    def record(self, xi: np.ndarray) -> bool:
+        """Keep the completion xi (integers times scale, checked by the caller) for every
+        cell it takes further. The witness lists the cells it changes; the others keep
+        their true values (as ``check_cell`` reads a witness)."""
+        moved = np.flatnonzero(xi != self.truth)
+        witness: tuple[tuple[int, Fraction], ...] | None = None
+        better = False
+        for c in moved:
+            r = self.index.get(int(c))
+            if r is None:
+                continue
+            v = Fraction(int(xi[c]), self.scale)
+            up, down = r.wants()
+            if up and v > r.value and (r.upper is None or v > r.upper[0]):
+                witness = witness or self._pairs(xi, moved)
+                r.upper, better = (v, witness), True
+            elif down and v < r.value and (r.lower is None or v < r.lower[0]):
+                witness = witness or self._pairs(xi, moved)
+                r.lower, better = (v, witness), True
+        return better
+
+    def _pairs(self, xi: np.ndarray, moved: np.ndarray) -> tuple[tuple[int, Fraction], ...]:
+        return tuple((self.comp.cells[int(c)], Fraction(int(xi[c]), self.scale))
+                     for c in moved)
 
 
 def protected_audit(prep: Prepared, r: Reached) -> CellAudit:
