@@ -11,7 +11,8 @@ from dataclasses import replace
 from fractions import Fraction
 
 import numpy as np
-from hypothesis import given
+import pytest
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_intervals import SETTINGS, _problem, audits, two_by_three
 from test_intervals_tables import Tables, integer_oracle
@@ -62,10 +63,7 @@ FINDERS = {"vertices": lambda prep, cells: reach(prep, cells, Deadline.after(Non
 CLAIMS = {name: {"cells": 0, "met": 0} for name in FINDERS}
 
 
-@SETTINGS
-@given(st.one_of(audits(), rectangles()), st.data(), st.sampled_from(sorted(FINDERS)))
-def test_witnesses_never_call_an_unprotected_cell_protected(case: tuple, data: st.DataObject,
-                                                            finder: str) -> None:
+def _claims_hold(case: tuple, data: st.DataObject, finder: str) -> None:
     t, hidden, scale, unbounded = case
     levels = st.one_of(st.just((0, 0)), st.tuples(st.integers(0, 2), st.integers(0, 2)))
     protection = data.draw(st.lists(levels, min_size=len(t.keys), max_size=len(t.keys)))
@@ -89,11 +87,27 @@ def test_witnesses_never_call_an_unprotected_cell_protected(case: tuple, data: s
         assert lo <= audit.integer.lower.value <= audit.integer.upper.value <= hi
 
 
-def test_the_property_above_saw_claims() -> None:
-    """Not vacuous: in a run of the property test, each finder proved many cells protected."""
-    if CLAIMS["moves"]["cells"] == 0:
-        test_witnesses_never_call_an_unprotected_cell_protected()
-    assert all(c["met"] >= 20 for c in CLAIMS.values()), CLAIMS
+@SETTINGS
+@given(st.one_of(audits(), rectangles()), st.data(), st.sampled_from(sorted(FINDERS)))
+def test_witnesses_never_call_an_unprotected_cell_protected(case: tuple, data: st.DataObject,
+                                                            finder: str) -> None:
+    _claims_hold(case, data, finder)
+
+
+@pytest.mark.parametrize("finder", sorted(FINDERS))
+def test_each_finder_makes_many_claims_on_a_fixed_sample(finder: str) -> None:
+    """Not vacuous: on a fixed (derandomized) sample, each finder proves many cells protected,
+    and every claim it makes holds against the oracle. Fixed, so the count cannot drift from
+    run to run (a random sample once gave the vertices 17 claims)."""
+    CLAIMS[finder] = {"cells": 0, "met": 0}
+
+    @settings(SETTINGS, max_examples=150, derandomize=True, database=None)
+    @given(st.one_of(audits(), rectangles()), st.data())
+    def sample(case: tuple, data: st.DataObject) -> None:
+        _claims_hold(case, data, finder)
+
+    sample()
+    assert CLAIMS[finder]["met"] >= 20, CLAIMS[finder]
 
 
 def test_a_suppressed_rectangle_is_proven_protected_by_one_witness_each_way() -> None:
