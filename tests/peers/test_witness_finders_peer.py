@@ -5,13 +5,15 @@ re-checks exactly as a completion of the table (``check_cell``)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from conftest import load_peer
 
 from statrecon.engines.cpsat import Deadline
 from statrecon.engines.intervals import check_cell
 from statrecon.engines.intervals.moves import move
 from statrecon.engines.intervals.reach import protected_audit, reach
-from statrecon.engines.suppression import ProtectOptions, prepare_run
+from statrecon.engines.suppression import ProtectOptions, prepare_run, protect
 from statrecon.engines.suppression_fast import suppress_order
 from statrecon.engines.suppression_gauss import gauss_pattern
 from statrecon.engines.table_problem import problem_from_tables
@@ -38,3 +40,23 @@ def test_moves_prove_what_the_vertices_leave_and_every_witness_checks() -> None:
     for j in sorted(by_vertices | by_moves):
         audit = protected_audit(prep, reached[j])
         assert check_cell(prep.problem, audit) == [], audit.name
+
+
+def test_protect_prunes_its_own_pattern_on_z3_and_every_audit_checks() -> None:
+    """easySdcTable's z3 (not linked, maxN = 2): the repair loop's pattern has cells no
+    witness needs (with zeros as candidates, as in GaussSuppression); pruning publishes them
+    and the pattern stays protected."""
+    tables = peer.table_set("z3", False, False, 2)
+    p = problem_from_tables(tables)
+    candidates = [c.status is CellStatus.SAFE for c in tables.cells()]  # zeros too
+    kept = protect(p, candidates=candidates, options=ProtectOptions(prune=False))
+    pruned = protect(p, candidates=candidates, options=ProtectOptions(prune=True))
+    assert kept.status == pruned.status == "feasible"
+    assert "published again" not in kept.note
+    assert set(pruned.secondary) < set(kept.secondary)
+    gone = len(kept.secondary) - len(pruned.secondary)
+    assert gone >= 10 and f"{gone} secondary cells were published again" in pruned.note
+    final = replace(p, hidden=pruned.hidden)
+    assert len(pruned.audit.cells) == sum(p.hidden)
+    for a in pruned.audit.cells:
+        assert a.verdict == "protected" and check_cell(final, a) == [], a.name

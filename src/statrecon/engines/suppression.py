@@ -89,4 +89,4 @@ def prepare_run(problem: IntervalProblem, candidates: Sequence[bool] | None,
             raise StatreconError(f"cell {problem.cell_names[bad[0]]!r}: negative cost "
                                  f"{cost[bad[0]]}", statistic=problem.cell_names[bad[0]])
     return Run(problem, cand, cost, Oracle(problem, cand, options.audit_map),
-               Deadline.after(options.time_limit), options.on_progress)
+               Deadline.after(options.time_limit), options.on_progress, prune=options.prune)

@@ -24,6 +24,7 @@ from statrecon.engines.intervals.reach import protected_audit, reach, targets
 from statrecon.engines.intervals.witness_search import search
 from statrecon.engines.suppression_cuts import AuditMap, Cut, Oracle
 from statrecon.engines.suppression_gauss import gauss_pattern
+from statrecon.engines.suppression_prune import prune
 
 Method = Literal["fast", "exact"]
 ProtectStatus = Literal["optimal", "feasible", "unknown", "infeasible"]
@@ -38,13 +39,16 @@ class ProtectOptions:
     ``on_progress(stage, done, total)``: stage is "gauss", "audit" or "master".
     ``workers``: CP-SAT search workers of the exact method's master problem.
     ``audit_map``: how the cells of one pattern are audited (default: in turn; the runs
-    layer may pass a pool or Dask map, see ``suppression_cuts.AuditMap``)."""
+    layer may pass a pool or Dask map, see ``suppression_cuts.AuditMap``).
+    ``prune``: the fast method then publishes again the secondary cells its witnesses
+    show are not needed (:mod:`.suppression_prune`)."""
 
     method: Method = "fast"
     time_limit: float | None = 60.0
     on_progress: Progress | None = None
     workers: int = 2
     audit_map: AuditMap | None = None
+    prune: bool = True
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,7 @@ class Run:
     on_progress: Progress | None
     start: float = field(default_factory=time.perf_counter)
     pool: list[Cut] = field(default_factory=list)
+    prune: bool = True
 
     @property
     def primaries(self) -> tuple[int, ...]:
@@ -176,9 +181,7 @@ def repair(run: Run, suppressed: frozenset[int], order: Sequence[int]) -> Protec
         run.progress("audit", len(state.proven), len(run.primaries))
         failing = [a for a in state.audits.values() if a.verdict != "protected"]
         if not failing:
-            state.audits = dict(state.proven)
-            return run.result(state.suppressed, "feasible", state.audits, state.order,
-                              note=_proof_note(state))
+            return _finish(run, state)
         unknown = [a for a in failing if a.verdict == "unknown"]
         if unknown:
             return _unknown(run, state, unknown[0].cell)
@@ -187,6 +190,26 @@ def repair(run: Run, suppressed: frozenset[int], order: Sequence[int]) -> Protec
         stop, _ = _grow(run, state, found, proven=True)
         if stop is not None:
             return stop
+
+
+def _finish(run: Run, state: Repair) -> ProtectResult:
+    """The protecting pattern found, pruned (when asked) of the secondary cells its
+    witnesses do not need: the dearest first, then the largest."""
+    state.audits = dict(state.proven)
+    note = _proof_note(state)
+    if run.prune and not run.deadline.expired:
+        p, prim = run.problem, set(run.primaries)
+        order = sorted((j for j in state.suppressed if j not in prim),
+                       key=lambda j: (-run.costs[j], -p.values[j], -j))
+        got = prune(run.oracle.prepared(state.suppressed), state.audits, order,
+                    run.deadline)
+        run.progress("prune", len(got.published), len(order))
+        if got.published:
+            state.suppressed, state.audits = got.suppressed, got.audits
+            note = " ".join(filter(None, [note, (
+                f"{len(got.published)} secondary cells were published again: the "
+                "witnesses of every primary cell hold them at their true values")]))
+    return run.result(state.suppressed, "feasible", state.audits, state.order, note=note)
 
 
 def _by_witness(run: Run, state: Repair) -> list[int]:

@@ -44,12 +44,13 @@ def move(prep: Prepared, reached: dict[int, Reached], deadline: Deadline) -> Non
             continue
         board = Board(prep, ci, cells)
         if board.lattice is not None:
-            _Mover(board, board.lattice).run(cells, deadline)
+            Mover(board, board.lattice).run(cells, deadline)
 
 
-class _Mover:
+class Mover:
     """One component's least-change LP over (d⁺, d⁻), each cell's room to move (lattice
-    units) and the basis of d = 0."""
+    units) and the basis of d = 0. Cells can be *fixed* (held at their true values, as if
+    published): what pruning a pattern asks (:mod:`statrecon.engines.suppression_prune`)."""
 
     def __init__(self, board: Board, lat: Lattice) -> None:
         self.board, self.comp, self.lat, self.scale = board, board.comp, lat, board.scale
@@ -60,6 +61,8 @@ class _Mover:
         room_up = np.where(lat.hi == big, np.inf, (lat.hi - self.truth).astype(float))
         self.room_down = (self.truth - lat.lo).astype(float)
         self.upper = np.concatenate([room_up, self.room_down])
+        self.free_upper = self.upper.copy()
+        self.fixed: set[int] = set()
         A = lat.A.astype(float)
         self.M = sp.hstack([A, -A]).tocsc()
         self.rows = A.shape[0]
@@ -73,19 +76,49 @@ class _Mover:
             self.highs.run()
             self.zero = self.highs.getBasis()
 
-    def run(self, cells: Sequence[Reached], deadline: Deadline) -> None:
+    def fix(self, local: int) -> None:
+        """Hold local cell ``local`` at its true value in every later move."""
+        self.fixed.add(local)
+        self._set_room(local, 0.0, 0.0)
+
+    def free(self, local: int) -> None:
+        """Undo :meth:`fix`."""
+        self.fixed.discard(local)
+        self._set_room(local, self.free_upper[local], self.free_upper[self.n + local])
+
+    def _set_room(self, local: int, up: float, down: float) -> None:
+        self.upper[local], self.upper[self.n + local] = up, down
+        if self.highs is not None:
+            self.highs.changeColBounds(local, 0.0, float(up))
+            self.highs.changeColBounds(self.n + local, 0.0, float(down))
+
+    def prove(self, cells: Sequence[Reached], deadline: Deadline, stop_early: bool = True
+              ) -> None:
+        """Look for moves for ``cells`` alone (the board's other cells are left as they
+        are): each move is recorded for every one of them it takes further.
+        ``stop_early``: stop at the first cell left short."""
+        self.board.index = {self.comp.local[r.cell]: r for r in cells}
+        self.run(cells, deadline, stop_early)
+
+    def run(self, cells: Sequence[Reached], deadline: Deadline, stop_early: bool = False
+            ) -> None:
         for r in cells:
-            for up in self._sides(r):
-                if deadline.expired:
+            self._move(r, deadline)
+            if stop_early and not r.met():
+                return
+
+    def _move(self, r: Reached, deadline: Deadline) -> None:
+        for up in self._sides(r):
+            if deadline.expired:
+                return
+            if not (r.wants()[0] if up else r.wants()[1]):
+                continue
+            need = (r.up - r.value) if up else (r.value - r.down)
+            xi = self._find(self.comp.local[r.cell], up, need * self.scale, deadline)
+            if xi is not None:
+                self.board.record(xi)
+                if r.met():
                     return
-                if not (r.wants()[0] if up else r.wants()[1]):
-                    continue
-                need = (r.up - r.value) if up else (r.value - r.down)
-                xi = self._find(self.comp.local[r.cell], up, need * self.scale, deadline)
-                if xi is not None:
-                    self.board.record(xi)
-                    if r.met():
-                        break
 
     def _sides(self, r: Reached) -> tuple[bool, ...]:
         """Up, down, or both; for a cell that needs only one, the roomier side first."""
@@ -110,6 +143,8 @@ class _Mover:
         if np.abs(d - rounded).max() > EPS:
             return None
         xi = self.truth + rounded.astype(np.int64)
+        if any(xi[c] != self.truth[c] for c in self.fixed):
+            return None
         return xi if xi[j] != self.truth[j] and completes(self.lat, xi) else None
 
     def _least_change(self, lower: dict[int, float], upper: dict[int, float],
