@@ -120,6 +120,19 @@ def _from_microdata(source: Path, dims: list[str], response: str | None,
                                 protection=Protection(level, level))
 
 
+def _from_spec(source: Path, spec_file: Path) -> Any:
+    """The table a spec file (``tables/spec.py``) makes of the microdata ``source``."""
+    from statrecon.tables import TableSet
+    from statrecon.tables.spec import read_spec
+
+    if source.suffix.lower() not in _FRAME_SUFFIXES:
+        raise StatreconError(f"{source}: with --spec, give the microdata as a CSV or Parquet "
+                             "file")
+    spec = read_spec(spec_file)
+    codes = [*spec.table.variables, *(c for cols in spec.levels.values() for c in cols)]
+    return TableSet((spec.tabulate(_read_frame(source, codes)),))
+
+
 # ------------------------------------------------------------------ options both commands read
 
 Source = Annotated[Path, typer.Argument(
@@ -159,6 +172,11 @@ AprioriOption = Annotated[str, typer.Option(
     "--apriori", help="What the attacker knows of every cell beforehand: nonnegative (at "
                       "least 0), or tau-argus (at most the largest cell value of the true "
                       "table, as tau-Argus's audit assumes; for comparing with it).")]
+SpecOption = Annotated[Path | None, typer.Option(
+    "--spec", help="A table spec file (YAML): explanatory variables with their hierarchies "
+                   "(.hrc files, parent -> children, or nested columns), response, weight, "
+                   "contributor, primary suppression rules and protection levels, for the "
+                   "microdata in SOURCE (see docs/tables-spec.md).")]
 Quiet = Annotated[bool, typer.Option("--quiet", help="No progress on stderr.")]
 AsJson = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 
@@ -166,7 +184,18 @@ AsJson = Annotated[bool, typer.Option("--json", help="Machine-readable output.")
 def _inputs(source: Path, rda: Path | None, recompute: bool | None, dimensions: str | None,
             value: str | None, status: str | None, frequency: str | None, microdata: bool,
             max_n: int | None, p_percent: float | None, nk: str | None, protect_zeros: bool,
-            protection: float) -> Any:
+            protection: float, spec: Path | None = None) -> Any:
+    if spec is not None:
+        given = [name for name, v in (("--dimensions", dimensions), ("--value", value),
+                                      ("--status", status), ("--frequency", frequency),
+                                      ("--max-n", max_n), ("--p-percent", p_percent),
+                                      ("--nk", nk), ("--protect-zeros", protect_zeros or None),
+                                      ("--protection", protection or None))
+                 if v is not None]
+        if given:
+            raise StatreconError(f"--spec {spec}: the spec file says what to tabulate; "
+                                 f"leave out {', '.join(given)}")
+        return _from_spec(source, spec)
     return load_tables(source, rda=rda, recompute=recompute, dimensions=dimensions,
                        value=value, status=status, frequency=frequency, microdata=microdata,
                        rules={"max_n": max_n, "p_percent": p_percent, "nk": nk,
@@ -195,6 +224,7 @@ def audit(
     nk: NK = None,
     protect_zeros: ProtectZeros = False,
     protection: ProtectionLevel = 0.0,
+    spec: SpecOption = None,
     integer: Annotated[bool, typer.Option(help="Also the integer interval (CP-SAT), "
                                           "proven.")] = True,
     apriori: AprioriOption = "nonnegative",
@@ -227,7 +257,7 @@ def audit(
     if html is not None:
         check_writable(html, "--html")
     tables = _inputs(source, rda, recompute_totals, dimensions, value, status, frequency,
-                     microdata, max_n, p_percent, nk, protect_zeros, protection)
+                     microdata, max_n, p_percent, nk, protect_zeros, protection, spec)
     limit = None if time_limit is not None and math.isinf(time_limit) else (
         time_limit or DEFAULT_TIME_LIMIT)
     options = AuditOptions(time_limit=limit, integer=integer)
@@ -267,6 +297,7 @@ def protect(
     nk: NK = None,
     protect_zeros: ProtectZeros = False,
     protection: ProtectionLevel = 0.0,
+    spec: SpecOption = None,
     method: Annotated[str, typer.Option(
         help="fast (Gaussian elimination, then an audit-driven repair: large and linked "
              "tables) or exact (CP-SAT with cuts from failed audits: proves the fewest "
@@ -303,7 +334,7 @@ def protect(
         raise StatreconError(f"--out {out}: write a .tab, .csv or .parquet file")
     check_writable(out, "--out")
     tables = _inputs(source, rda, recompute_totals, dimensions, value, status, frequency,
-                     microdata, max_n, p_percent, nk, protect_zeros, protection)
+                     microdata, max_n, p_percent, nk, protect_zeros, protection, spec)
     if out.suffix.lower() == ".tab" and len(tables.tables) != 1:
         raise StatreconError(f"--out {out}: linked tables are written as .csv or .parquet")
     limit = None if time_limit is not None and math.isinf(time_limit) else (time_limit or 60.0)

@@ -1,0 +1,289 @@
+"""A table spec file: what ``tables audit``/``tables protect --spec`` tabulate from microdata,
+in one YAML file instead of command-line options (hierarchies cannot be given as options).
+
+.. code-block:: yaml
+
+    name: jobs                  # default: the spec file's name
+    variables:                  # explanatory variables, in order
+      - region:
+          hierarchy: region.hrc # a tau-Argus .hrc file, beside the spec (lead: "@")
+      - age:
+          hierarchy:            # parent -> children; the total is the top code
+            Total: [young, old]
+            young: ["0-15", "16-29"]
+            old: ["30-66", "67+"]
+      - kommune:
+          levels: [fylke, kommune]  # nested columns, coarse to fine, ending with the variable
+      - sex                     # a plain name: flat (its codes under the total)
+    response: income            # summed; none: records are counted
+    weight: w                   # multiplies the response
+    contributor: firm           # records of one contributor count once
+    zeros: empty                # or cells: combinations without records are published zeros
+    total: Total                # the total code of flat and level hierarchies
+    rules:                      # primary suppression (at least one)
+      max_n: 3                  # primary when 1 <= contributors <= 3
+      p_percent: 10             # or {p: 10, n: 2}
+      nk: [2, 85]               # (n, k)-dominance
+      protect_zeros: false
+    protection: {lower: 0.1, upper: 0.1, relative: true}
+
+The file is a stranger's: it is read within a size limit, with libyaml when installed, no
+anchors or aliases, no duplicate or unknown keys, and every mistake names ``file:line``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, Literal
+
+import pandas as pd
+import yaml
+
+from statrecon.errors import StatreconError
+from statrecon.tables import _rda
+from statrecon.tables.frames import HierarchySpec, hierarchy_from_columns
+from statrecon.tables.model import Table
+from statrecon.tables.rules import (
+    Dominance,
+    MinFrequency,
+    PPercent,
+    Protection,
+    Rule,
+    TableSpec,
+    table_from_microdata,
+)
+
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+TOP_KEYS = ("name", "variables", "response", "weight", "contributor", "zeros", "total",
+            "rules", "protection")
+RULE_KEYS = ("max_n", "p_percent", "nk", "protect_zeros")
+
+
+@dataclass(frozen=True)
+class MicrodataSpec:
+    """A spec file read: the table to tabulate, its rules, and the hierarchies that need the
+    microdata to be built (``levels``: variable -> nested columns)."""
+
+    table: TableSpec
+    rules: tuple[Rule, ...]
+    protect_zeros: bool
+    protection: Protection | None
+    levels: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    source: str = ""
+
+    def tabulate(self, microdata: pd.DataFrame) -> Table:
+        """The table of these microdata with its primary cells marked."""
+        hierarchies: dict[str, HierarchySpec] = dict(self.table.hierarchies)
+        for variable, columns in self.levels.items():
+            hierarchies[variable] = hierarchy_from_columns(microdata, variable, columns,
+                                                           self.table.total)
+        table = TableSpec(**{**self.table.__dict__, "hierarchies": hierarchies})
+        return table_from_microdata(microdata, table, self.rules,
+                                    protect_zeros=self.protect_zeros,
+                                    protection=self.protection)
+
+
+def read_spec(path: Path | str) -> MicrodataSpec:
+    """Read and check a spec file (module docstring); mistakes name ``path:line``."""
+    path = Path(path)
+    text = _rda.read_text(path, "table spec")
+    try:
+        for event in yaml.parse(text, Loader=_LOADER):
+            if isinstance(event, yaml.AliasEvent):
+                mark = event.start_mark
+                where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+                raise StatreconError(f"{where}: aliases (*name) are not allowed in a table "
+                                     "spec", where=where)
+        node = yaml.compose(text, Loader=_LOADER)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise StatreconError(f"{where}: not valid YAML: {problem}", where=where) from None
+    if node is None:
+        raise StatreconError(f"{path}: the table spec is empty", where=str(path))
+    top = _At(node, path).mapping(TOP_KEYS, "a table spec")
+    if "variables" not in top:
+        raise StatreconError(f"{path}: the table spec has no 'variables'", where=str(path))
+    total = _optional_text(top, "total") or "Total"
+    variables, hierarchies, levels = _variables(top["variables"], path.parent, total)
+    rules, protect_zeros = _rules(top.get("rules"), path)
+    zeros: Literal["empty", "cells"] = (
+        top["zeros"].choice(("empty", "cells")) if "zeros" in top else "empty")
+    table = TableSpec(
+        variables=variables, hierarchies=hierarchies,
+        response=_optional_text(top, "response"), weight=_optional_text(top, "weight"),
+        contributor=_optional_text(top, "contributor"),
+        name=_optional_text(top, "name") or path.stem, zeros=zeros,
+        total=total)
+    protection = _protection(top["protection"]) if "protection" in top else None
+    return MicrodataSpec(table, rules, protect_zeros, protection, levels, str(path))
+
+
+def _optional_text(top: dict[str, _At], key: str) -> str | None:
+    return top[key].text() if key in top else None
+
+
+def _variables(at: _At, folder: Path, total: str) -> tuple[list[str], dict[str, HierarchySpec],
+                                               dict[str, tuple[str, ...]]]:
+    names: list[str] = []
+    hierarchies: dict[str, HierarchySpec] = {}
+    levels: dict[str, tuple[str, ...]] = {}
+    items = at.sequence("a list of explanatory variables")
+    if not items:
+        at.fail("'variables' is empty: give at least one explanatory variable")
+    for item in items:
+        if isinstance(item.node, yaml.ScalarNode):
+            name, options = item.text(), {}
+        else:
+            entry = item.mapping(None, "a variable: a name, or name: {hierarchy | levels}")
+            if len(entry) != 1:
+                item.fail("a variable is one name with its options (name: {hierarchy: ...})")
+            name, body = next(iter(entry.items()))
+            options = body.mapping(("hierarchy", "levels", "lead"), f"options of {name}")
+        if name in names:
+            item.fail(f"variable {name!r} is listed twice")
+        names.append(name)
+        if "hierarchy" in options and "levels" in options:
+            item.fail(f"variable {name!r}: give a hierarchy or levels, not both")
+        if "hierarchy" in options:
+            lead = options["lead"].text() if "lead" in options else "@"
+            hierarchies[name] = _hierarchy(options["hierarchy"], name, lead, folder, total)
+        elif "levels" in options:
+            cols = tuple(c.text() for c in options["levels"].sequence("a list of columns"))
+            if not cols or cols[-1] != name:
+                options["levels"].fail(f"variable {name!r}: levels run coarse to fine and "
+                                       f"end with the variable itself ({name})")
+            levels[name] = cols
+    return names, hierarchies, levels
+
+
+def _hierarchy(at: _At, variable: str, lead: str, folder: Path, total: str
+               ) -> HierarchySpec:
+    """A hierarchy: an .hrc file name (beside the spec) or a parent -> children mapping."""
+    if isinstance(at.node, yaml.ScalarNode):
+        path = _rda.resolve(folder, at.text(), "hierarchy file", at.where)
+        hrc = _rda.read_hrc(path, variable, total, lead)
+        return {parent: list(kids) for parent, kids in hrc.children.items()}
+    children = at.mapping(None, f"hierarchy of {variable}: parent -> list of children")
+    return {parent: [c.text() for c in kids.sequence(f"the children of {parent!r}")]
+            for parent, kids in children.items()}
+
+
+def _rules(at: _At | None, path: Path) -> tuple[tuple[Rule, ...], bool]:
+    if at is None:
+        raise StatreconError(f"{path}: the table spec has no 'rules' (max_n, p_percent, nk, "
+                             "protect_zeros)", where=str(path))
+    given = at.mapping(RULE_KEYS, "primary suppression rules")
+    rules: list[Rule] = []
+    if "max_n" in given:
+        rules.append(given["max_n"].make(lambda v: MinFrequency(int(v)), int))
+    if "p_percent" in given:
+        p = given["p_percent"]
+        if isinstance(p.node, yaml.MappingNode):
+            args = p.mapping(("p", "n"), "p_percent: {p, n}")
+            if "p" not in args:
+                p.fail("p_percent needs p")
+            n = args["n"].number(int) if "n" in args else 1
+            rules.append(args["p"].make(lambda v: PPercent(v, int(n)), (int, float)))
+        else:
+            rules.append(p.make(PPercent, (int, float)))
+    if "nk" in given:
+        pair = given["nk"].sequence("nk: [n, k]")
+        if len(pair) != 2:
+            given["nk"].fail("nk is a pair [n, k], e.g. [2, 85]")
+        n = pair[0].number(int)
+        rules.append(pair[1].make(lambda k: Dominance(int(n), k), (int, float)))
+    zeros = given["protect_zeros"].flag() if "protect_zeros" in given else False
+    if not rules and not zeros:
+        at.fail("no primary suppression rule: give max_n, p_percent, nk or protect_zeros")
+    return tuple(rules), zeros
+
+
+def _protection(at: _At) -> Protection:
+    given = at.mapping(("lower", "upper", "relative"), "protection: {lower, upper, relative}")
+    lower = given["lower"].number((int, float)) if "lower" in given else 0
+    upper = given["upper"].number((int, float)) if "upper" in given else 0
+    relative = given["relative"].flag() if "relative" in given else True
+    try:
+        return Protection(lower, upper, relative)
+    except StatreconError as e:
+        return at.fail(str(e))
+
+
+class _At:
+    """A YAML node and where it is (``file:line``), read with checks."""
+
+    def __init__(self, node: yaml.Node, path: Path) -> None:
+        self.node, self.path = node, path
+        self.where = f"{path}:{node.start_mark.line + 1}"
+
+    def fail(self, message: str) -> Any:
+        raise StatreconError(f"{self.where}: {message}", where=self.where)
+
+    def _child(self, node: yaml.Node) -> _At:
+        return _At(node, self.path)
+
+    def mapping(self, allowed: tuple[str, ...] | None, what: str) -> dict[str, _At]:
+        if not isinstance(self.node, yaml.MappingNode):
+            self.fail(f"expected {what}")
+        out: dict[str, _At] = {}
+        for key, value in self.node.value:
+            k = self._child(key)
+            name = k.text()
+            if allowed is not None and name not in allowed:
+                k.fail(f"unknown key {name!r} in {what} (known: {', '.join(allowed)})")
+            if name in out:
+                k.fail(f"key {name!r} is given twice")
+            out[name] = self._child(value)
+        return out
+
+    def sequence(self, what: str) -> list[_At]:
+        if not isinstance(self.node, yaml.SequenceNode):
+            self.fail(f"expected {what}")
+        return [self._child(n) for n in self.node.value]
+
+    def _scalar(self) -> Any:
+        if not isinstance(self.node, yaml.ScalarNode):
+            self.fail("expected a single value here")
+        return yaml.constructor.SafeConstructor().construct_object(self.node)
+
+    def text(self) -> str:
+        value = self._scalar()
+        if isinstance(value, bool) or value is None or isinstance(value, list | dict):
+            self.fail(f"expected a name, not {self.node.value!r}")
+        return str(value)
+
+    def number(self, kind: type | tuple[type, ...]) -> Any:
+        value = self._scalar()
+        if isinstance(value, bool) or not isinstance(value, kind):
+            self.fail(f"expected a number, not {self.node.value!r}")
+        if not isinstance(value, float):
+            return value
+        try:
+            return Fraction(self.node.value)
+        except ValueError:
+            return self.fail(f"expected a finite number, not {self.node.value!r}")
+
+    def flag(self) -> bool:
+        value = self._scalar()
+        if not isinstance(value, bool):
+            self.fail(f"expected true or false, not {self.node.value!r}")
+        return value
+
+    def choice(self, options: tuple[str, ...]) -> Any:
+        value = self.text()
+        if value not in options:
+            self.fail(f"{value!r}: choose from {', '.join(options)}")
+        return value
+
+    def make(self, build: Callable[[Any], Any], kind: type | tuple[type, ...]) -> Any:
+        """``build(value)``, its own error (a rule's check) named at this line."""
+        value = self.number(kind)
+        try:
+            return build(value)
+        except StatreconError as e:
+            return self.fail(str(e))
