@@ -101,6 +101,9 @@ def test_intervals_equal_the_brute_force_oracles(case: tuple[Tables, list[int], 
     protection = data.draw(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3)),
                                     min_size=len(t.keys), max_size=len(t.keys)))
     p, cap = _problem(t, hidden, scale, unbounded, protection)
+    sliding = data.draw(st.lists(st.sampled_from([0, 0, 1, 2, 3, 5]), min_size=len(t.keys),
+                                 max_size=len(t.keys)))
+    p = replace(p, sliding=tuple(Fraction(s, scale) for s in sliding))
     ints = integer_oracle(p, cap)
     lps = lp_oracle(p, cap)
     result = audit(p, options=NO_LIMIT)
@@ -113,7 +116,8 @@ def test_intervals_equal_the_brute_force_oracles(case: tuple[Tables, list[int], 
         lo, hi = ints[c.cell]
         pl, pu = p.protection_of(c.cell)
         want = "disclosed" if lo == hi else "protected" if (
-            lo <= c.value - pl and hi >= c.value + pu) else "under-protected"
+            lo <= c.value - pl and hi >= c.value + pu and hi - lo >= p.sliding_of(c.cell)
+        ) else "under-protected"
         assert c.verdict == want
 
 

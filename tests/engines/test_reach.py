@@ -70,6 +70,9 @@ def _claims_hold(case: tuple, data: st.DataObject, finder: str) -> None:
     if t.grand() in hidden:
         unbounded = False  # the oracle's enumeration needs a cap
     p, cap = _problem(t, hidden, scale, unbounded, protection)
+    sliding = data.draw(st.lists(st.sampled_from([0, 0, 0, 1, 2, 3]), min_size=len(t.keys),
+                                 max_size=len(t.keys)))
+    p = replace(p, sliding=tuple(Fraction(s, scale) for s in sliding))
     oracle = integer_oracle(p, cap)
     prep = prepare(p)
     for j, r in FINDERS[finder](prep, hidden).items():
@@ -80,6 +83,7 @@ def _claims_hold(case: tuple, data: st.DataObject, finder: str) -> None:
         lo, hi = oracle[j]
         pl, pu = p.protection_of(j)
         assert lo <= p.values[j] - pl and hi >= p.values[j] + pu and lo < hi
+        assert hi - lo >= p.sliding_of(j)
         audit = protected_audit(prep, r)
         assert audit.verdict == "protected"
         assert check_cell(p, audit) == []

@@ -65,14 +65,17 @@ def instances(draw: st.DrawFn) -> tuple[IntervalProblem, list[int], list[int]]:
     primaries = draw(st.lists(st.sampled_from(positive), min_size=1, max_size=2,
                               unique=True))
     protection = [(0, 0)] * len(t.values)
+    sliding = [Fraction(0)] * len(t.values)
     for i in primaries:
         if draw(st.booleans()):
             protection[i] = (draw(st.integers(0, t.values[i])), draw(st.integers(0, 3)))
+        sliding[i] = Fraction(draw(st.sampled_from([0, 0, 2, 4])))
     others = [j for j in positive if j not in primaries]
     candidates = sorted(draw(st.lists(st.sampled_from(others), max_size=6, unique=True))
                         if others else [])
     costs = [draw(st.integers(1, 3)) for _ in t.values]
-    return t.problem(primaries, protection=protection), candidates, costs
+    p = replace(t.problem(primaries, protection=protection), sliding=tuple(sliding))
+    return p, candidates, costs
 
 
 @settings(max_examples=150, deadline=None)
@@ -271,3 +274,32 @@ def test_protection_levels_widen_the_pattern() -> None:
     assert r.status == "optimal" and r.cost >= plain.cost
     up = next(c for c in r.audit.cells if c.cell == i).integer
     assert up is not None and up.upper.value is not None and up.upper.value >= Fraction(7)
+
+
+def test_a_sliding_level_asks_for_a_wide_enough_interval_wherever_it_lies() -> None:
+    """a0b0 = 3 in [[3, 4, 5], [6, 7, 8]]: suppressed with column b1 its interval is [0, 7]
+    (the rectangle moves by k, 4 - k >= 0), with column b2 it is [0, 8]. A sliding level of 7
+    is met by either, 8 only by b2."""
+    t = two_by_three([[3, 4, 5], [6, 7, 8]])
+    i = cell(t, A="a0", B="b0")
+
+    def rectangle(b: str) -> list[int]:
+        return [cell(t, A="a1", B="b0"), cell(t, A="a0", B=b), cell(t, A="a1", B=b)]
+
+    def verdict(sliding: int, others: list[int]) -> str:
+        p = replace(t.problem([i, *others]), sliding=tuple(
+            Fraction(sliding if j == i else 0) for j in range(len(t.values))))
+        return audit(p, [i], AuditOptions(time_limit=None)).cells[0].verdict
+
+    assert verdict(7, rectangle("b1")) == "protected"
+    assert verdict(8, rectangle("b1")) == "under-protected"
+    assert verdict(8, rectangle("b2")) == "protected"
+    p = replace(t.problem([i]), sliding=tuple(Fraction(8 if j == i else 0)
+                                              for j in range(len(t.values))))
+    for method in ("exact", "fast"):
+        r = protect(p, options=ProtectOptions(method=method, time_limit=None))
+        assert protects(p, r.hidden)
+        assert r.audit.cells[0].sliding == 8
+    exact = protect(p, options=ProtectOptions(method="exact", time_limit=None))
+    assert exact.status == "optimal" and len(exact.secondary) == 3  # a cycle of 4 cells
+    assert set(exact.secondary) != set(rectangle("b1"))

@@ -14,7 +14,7 @@ from conftest import ROOT, CliRunner, assert_one_line_error
 
 from statrecon.errors import StatreconError
 from statrecon.tables import CellStatus
-from statrecon.tables.frames import hierarchy_from_columns
+from statrecon.tables.frames import hierarchy_from_columns, table_from_frame, to_frame
 from statrecon.tables.rules import (
     Dominance,
     MinFrequency,
@@ -113,3 +113,51 @@ def test_a_spec_naming_a_missing_column_is_a_one_line_error(run_cli: CliRunner,
     spec.write_text(GOOD.replace("response: turnover", "response: profit"), encoding="utf-8")
     assert_one_line_error(run_cli("tables", "audit", FIRMS / "firms.csv", "--spec", spec),
                           "profit")
+
+
+def test_a_sliding_level_reaches_the_cells_the_frame_and_the_audit(tmp_path: Path,
+                                                                   run_cli: CliRunner) -> None:
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(GOOD + "protection: {sliding: 0.5}\n", encoding="utf-8")
+    firms = pd.read_csv(FIRMS / "firms.csv", dtype=str).assign(
+        turnover=lambda f: f["turnover"].astype(int))
+    table = read_spec(spec).tabulate(firms)
+    primary = [c for c in table.cells if c.status is CellStatus.PRIMARY]
+    assert primary and all(c.sliding == c.value / 2 and c.protection == (0, 0)
+                           for c in primary)
+    assert all(c.sliding == 0 for c in table.cells if c.status is not CellStatus.PRIMARY)
+    frame = to_frame(table)
+    back = table_from_frame(frame, list(table.variables), "value", status="status",
+                            lower="lower", upper="upper", sliding="sliding",
+                            hierarchies=table.hierarchies, margins="given",
+                            kind=table.kind, decimals=table.decimals)
+    assert [c.sliding for c in back.cells] == [c.sliding for c in table.cells]
+    code, out, _ = run_cli("tables", "audit", FIRMS / "firms.csv", "--spec", spec, "--json",
+                           "--quiet")
+    cells = json.loads(out)["cells"]
+    assert code == 4 and cells
+    assert all(c["protection"]["sliding"] == c["value"] / 2 for c in cells
+               if c["status"] == "primary")
+
+
+def test_the_sliding_option_of_microdata(run_cli: CliRunner) -> None:
+    code, out, _ = run_cli("tables", "audit", FIRMS / "firms.csv", "--microdata",
+                           "--dimensions", "municipality,industry", "--value", "turnover",
+                           "--max-n", "2", "--sliding-protection", "0.25", "--json", "--quiet")
+    primary = [c for c in json.loads(out)["cells"] if c["status"] == "primary"]
+    assert code == 4 and primary
+    assert all(c["protection"]["sliding"] == c["value"] / 4 for c in primary)
+
+
+def test_sliding_levels_are_not_lost_in_a_tab_file(run_cli: CliRunner, tmp_path: Path) -> None:
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(GOOD + "protection: {sliding: 0.5}\n", encoding="utf-8")
+    out = tmp_path / "out.tab"
+    result = run_cli("tables", "protect", FIRMS / "firms.csv", "--spec", spec, "--out", out)
+    assert_one_line_error(result, "sliding", ".csv")
+    assert not out.exists()
+    out = tmp_path / "out.csv"
+    code, _, _ = run_cli("tables", "protect", FIRMS / "firms.csv", "--spec", spec, "--out",
+                         out, "--quiet")
+    frame = pd.read_csv(out)
+    assert code == 0 and (frame.loc[frame["status"] == "primary", "sliding"] > 0).all()

@@ -116,8 +116,9 @@ def _from_microdata(source: Path, dims: list[str], response: str | None,
                              "--p-percent, --nk or --protect-zeros)")
     spec = TableSpec(variables=dims, response=response, name=source.stem)
     level = rules["protection"]
+    protection = Protection(str(level), str(level), sliding=str(rules.get("sliding", 0.0)))
     return table_from_microdata(frame, spec, chosen, protect_zeros=rules["protect_zeros"],
-                                protection=Protection(level, level))
+                                protection=protection)
 
 
 def _from_spec(source: Path, spec_file: Path) -> Any:
@@ -168,6 +169,10 @@ ProtectZeros = Annotated[bool, typer.Option(help="--microdata: zero cells are pr
 ProtectionLevel = Annotated[float, typer.Option(
     min=0.0, help="--microdata: protection levels of primary cells, as a fraction of their "
                   "value (both sides).")]
+SlidingLevel = Annotated[float, typer.Option(
+    "--sliding-protection", min=0.0,
+    help="--microdata: sliding protection level of primary cells, as a fraction of their "
+         "value: the attacker's interval must be at least this wide, wherever it lies.")]
 AprioriOption = Annotated[str, typer.Option(
     "--apriori", help="What the attacker knows of every cell beforehand: nonnegative (at "
                       "least 0), or tau-argus (at most the largest cell value of the true "
@@ -176,7 +181,7 @@ SpecOption = Annotated[Path | None, typer.Option(
     "--spec", help="A table spec file (YAML): explanatory variables with their hierarchies "
                    "(.hrc files, parent -> children, or nested columns), response, weight, "
                    "contributor, primary suppression rules and protection levels, for the "
-                   "microdata in SOURCE (see docs/tables-spec.md).")]
+                   "microdata in SOURCE (docs/tables-spec.md).")]
 Quiet = Annotated[bool, typer.Option("--quiet", help="No progress on stderr.")]
 AsJson = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 
@@ -184,13 +189,14 @@ AsJson = Annotated[bool, typer.Option("--json", help="Machine-readable output.")
 def _inputs(source: Path, rda: Path | None, recompute: bool | None, dimensions: str | None,
             value: str | None, status: str | None, frequency: str | None, microdata: bool,
             max_n: int | None, p_percent: float | None, nk: str | None, protect_zeros: bool,
-            protection: float, spec: Path | None = None) -> Any:
+            protection: float, spec: Path | None = None, sliding: float = 0.0) -> Any:
     if spec is not None:
         given = [name for name, v in (("--dimensions", dimensions), ("--value", value),
                                       ("--status", status), ("--frequency", frequency),
                                       ("--max-n", max_n), ("--p-percent", p_percent),
                                       ("--nk", nk), ("--protect-zeros", protect_zeros or None),
-                                      ("--protection", protection or None))
+                                      ("--protection", protection or None),
+                                      ("--sliding-protection", sliding or None))
                  if v is not None]
         if given:
             raise StatreconError(f"--spec {spec}: the spec file says what to tabulate; "
@@ -199,7 +205,8 @@ def _inputs(source: Path, rda: Path | None, recompute: bool | None, dimensions: 
     return load_tables(source, rda=rda, recompute=recompute, dimensions=dimensions,
                        value=value, status=status, frequency=frequency, microdata=microdata,
                        rules={"max_n": max_n, "p_percent": p_percent, "nk": nk,
-                              "protect_zeros": protect_zeros, "protection": protection})
+                              "protect_zeros": protect_zeros, "protection": protection,
+                              "sliding": sliding})
 
 
 def _check_apriori(apriori: str) -> None:
@@ -224,6 +231,7 @@ def audit(
     nk: NK = None,
     protect_zeros: ProtectZeros = False,
     protection: ProtectionLevel = 0.0,
+    sliding_protection: SlidingLevel = 0.0,
     spec: SpecOption = None,
     integer: Annotated[bool, typer.Option(help="Also the integer interval (CP-SAT), "
                                           "proven.")] = True,
@@ -257,7 +265,8 @@ def audit(
     if html is not None:
         check_writable(html, "--html")
     tables = _inputs(source, rda, recompute_totals, dimensions, value, status, frequency,
-                     microdata, max_n, p_percent, nk, protect_zeros, protection, spec)
+                     microdata, max_n, p_percent, nk, protect_zeros, protection, spec,
+                     sliding_protection)
     limit = None if time_limit is not None and math.isinf(time_limit) else (
         time_limit or DEFAULT_TIME_LIMIT)
     options = AuditOptions(time_limit=limit, integer=integer)
@@ -297,6 +306,7 @@ def protect(
     nk: NK = None,
     protect_zeros: ProtectZeros = False,
     protection: ProtectionLevel = 0.0,
+    sliding_protection: SlidingLevel = 0.0,
     spec: SpecOption = None,
     method: Annotated[str, typer.Option(
         help="fast (Gaussian elimination, then an audit-driven repair: large and linked "
@@ -334,9 +344,13 @@ def protect(
         raise StatreconError(f"--out {out}: write a .tab, .csv or .parquet file")
     check_writable(out, "--out")
     tables = _inputs(source, rda, recompute_totals, dimensions, value, status, frequency,
-                     microdata, max_n, p_percent, nk, protect_zeros, protection, spec)
+                     microdata, max_n, p_percent, nk, protect_zeros, protection, spec,
+                     sliding_protection)
     if out.suffix.lower() == ".tab" and len(tables.tables) != 1:
         raise StatreconError(f"--out {out}: linked tables are written as .csv or .parquet")
+    if out.suffix.lower() == ".tab" and any(c.sliding for c in tables.cells()):
+        raise StatreconError(f"--out {out}: a tau-Argus .tab has no sliding protection "
+                             "levels; write .csv or .parquet")
     limit = None if time_limit is not None and math.isinf(time_limit) else (time_limit or 60.0)
     with step_bar(f"Protecting ({method})", quiet=quiet) as tell:
         options = ProtectOptions(method=cast(Any, method),

@@ -65,6 +65,9 @@ def requirements(p: IntervalProblem, i: int) -> tuple[Requirement, ...]:
         out.append(Requirement(("upper",), up))
     if low > 0:
         out.append(Requirement(("lower",), low))
+    sliding = p.sliding_of(i)
+    if sliding > 0:
+        out.append(Requirement(("upper", "lower"), max(sliding, Fraction(1, p.scale))))
     return tuple(out) or (Requirement(("upper", "lower"), Fraction(1, p.scale)),)
 
 
@@ -264,4 +267,4 @@ def _with_hidden(p: IntervalProblem, hidden: tuple[bool, ...]) -> IntervalProble
     return IntervalProblem(matrix=p.matrix, rhs=p.rhs, values=p.values, hidden=hidden,
                            lower=p.lower, upper=p.upper, scale=p.scale,
                            cell_names=p.cell_names, equation_names=p.equation_names,
-                           protection=p.protection)
+                           protection=p.protection, sliding=p.sliding)

@@ -60,4 +60,5 @@ def problem_from_tables(tables: TableSet, apriori: Apriori = "nonnegative") -> I
         cell_names=names,
         equation_names=additivity.names,
         protection=tuple(c.protection for c in cells),
+        sliding=tuple(c.sliding for c in cells),
     )

@@ -42,7 +42,8 @@ def cell_json(audit: TableAudit, i: int) -> dict[str, Any]:
         "table": table, "codes": codes, "also_in": [name for name, _ in places[1:]],
         "name": cell.name, "value": float(cell.value), "value_exact": str(cell.value),
         "status": status, "lp": _bounds(cell.lp), "integer": _bounds(cell.integer),
-        "protection": {"lower": float(cell.protection[0]), "upper": float(cell.protection[1])},
+        "protection": {"lower": float(cell.protection[0]), "upper": float(cell.protection[1]),
+                       "sliding": float(cell.sliding)},
         "verdict": cell.verdict, "tighter_than_lp": cell.tighter,
         "attack": list(cell.attack.equations),
         "attack_published_cells": list(cell.attack.published),
@@ -125,9 +126,15 @@ def _cell_table(audit: TableAudit, rows: list[int]) -> RichTable:
         status = audit.tables.cell(audit.keys[i]).status.value
         table.add_row(safe_text(cell.name), _number(cell.value), status,
                       interval_text(cell.lp), interval_text(cell.integer),
-                      f"-{_number(cell.protection[0])} / +{_number(cell.protection[1])}",
+                      _levels_text(cell),
                       f"[{_STYLE[cell.verdict]}]{cell.verdict}[/]")
     return table
+
+
+def _levels_text(cell: CellAudit) -> str:
+    """-lower / +upper, and the sliding level (the least width) when there is one."""
+    text = f"-{_number(cell.protection[0])} / +{_number(cell.protection[1])}"
+    return f"{text}, width >= {_number(cell.sliding)}" if cell.sliding else text
 
 
 _CSS = """
@@ -156,8 +163,7 @@ def html_page(audit: TableAudit) -> str:
             f"<td class=n>{e(_number(cell.value))}</td><td>{e(item['status'])}</td>"
             f"<td class=n>{e(interval_text(cell.lp))}</td>"
             f"<td class=n>{e(interval_text(cell.integer))}</td>"
-            f"<td class=n>{e(_number(cell.protection[0]))} / "
-            f"{e(_number(cell.protection[1]))}</td>"
+            f"<td class=n>{e(_levels_text(cell))}</td>"
             f"<td class='{e(cell.verdict)}'>{e(cell.verdict)}"
             f"{' (integer tighter)' if cell.tighter else ''}</td><td>{attack}</td></tr>")
     names = ", ".join(e(t["name"]) for t in data["tables"])

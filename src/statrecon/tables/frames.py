@@ -63,6 +63,7 @@ class Columns:
     upper: str | None = None
     cost: str | None = None
     top: tuple[str, ...] = ()
+    sliding: str | None = None
 
 
 def code_text(value: object) -> str | None:
@@ -141,6 +142,7 @@ def table_from_frame(frame: pd.DataFrame, dimensions: Sequence[str], value: str,
                      frequency: str | None = None, status: str | None = None,
                      lower: str | None = None, upper: str | None = None,
                      cost: str | None = None, top: Sequence[str] = (),
+                     sliding: str | None = None,
                      kind: Kind | None = None, decimals: int | None = None,
                      margins: Margins = "compute", name: str = "table",
                      response: str | None = None, total: str = "Total",
@@ -149,7 +151,7 @@ def table_from_frame(frame: pd.DataFrame, dimensions: Sequence[str], value: str,
     "frequency" (the value is a count, and the frequency) when no other ``frequency`` column
     is given, else "magnitude"; ``decimals`` to the fewest that write every value exactly."""
     where = source or name
-    columns = Columns(value, frequency, status, lower, upper, cost, tuple(top))
+    columns = Columns(value, frequency, status, lower, upper, cost, tuple(top), sliding)
     require_columns(frame, [*dimensions, *_named(columns)], where)
     if margins not in ("compute", "given"):
         raise StatreconError(f"margins must be 'compute' or 'given', not {margins!r}")
@@ -191,7 +193,7 @@ def read_frame(path: Path | str, dimensions: Sequence[str], value: str,
 
 def _named(columns: Columns) -> list[str]:
     named = [columns.value, columns.frequency, columns.status, columns.lower, columns.upper,
-             columns.cost, *columns.top]
+             columns.cost, *columns.top, columns.sliding]
     return [c for c in named if c]
 
 
@@ -224,6 +226,7 @@ class _Row:
     cost: Fraction | None
     top: tuple[Fraction, ...]
     row: int | None  # 1-based row of the frame; None for a computed or empty cell
+    sliding: Fraction | None = None
 
 
 @dataclass
@@ -272,13 +275,14 @@ class _Rows:
             raise StatreconError(f"{where}: an empty cell must have value 0 and frequency "
                                  f"0", where=where)
         levels = [self._number(row, c, where) for c in (self.columns.lower,
-                                                        self.columns.upper)]
+                                                        self.columns.upper,
+                                                        self.columns.sliding)]
         if any(level is not None and level < 0 for level in levels):
             raise StatreconError(f"{where}: a negative protection level", where=where)
         tops = tuple(sorted((t for t in (self._number(row, c, where) for c in self.columns.top)
                              if t is not None), reverse=True))
         return _Row(value, frequency, status, levels[0], levels[1],
-                    self._number(row, self.columns.cost, where), tops, number)
+                    self._number(row, self.columns.cost, where), tops, number, levels[2])
 
     def _frequency(self, row: Mapping[str, object], value: Fraction,
                    where: str) -> int | None:
@@ -393,16 +397,17 @@ class _Builder:
 
     def _cell(self, variables: tuple[str, ...], codes: tuple[str, ...], row: _Row,
               nonnegative: bool) -> Cell:
-        protection = NO_PROTECTION
+        protection, sliding = NO_PROTECTION, Fraction(0)
         if row.status is CellStatus.PRIMARY:
             protection = (row.lower or Fraction(0), row.upper or Fraction(0))
+            sliding = row.sliding or Fraction(0)
             if nonnegative and protection[0] > row.value:
                 raise StatreconError(f"{self._where(row)}: lower protection level "
                                      f"{show(protection[0])} is larger than the value "
                                      f"{show(row.value)}; no suppression can protect it "
                                      f"(the cell cannot go below 0)", where=self._where(row))
         return Cell(tuple(zip(variables, codes, strict=True)), row.value, row.frequency,
-                    row.status, protection, row.cost, row.top)
+                    row.status, protection, row.cost, row.top, sliding)
 
 
 def _check_adds_up(table: Table, rows: Mapping[tuple[str, ...], _Row], where: str) -> None:
@@ -427,9 +432,10 @@ def _check_adds_up(table: Table, rows: Mapping[tuple[str, ...], _Row], where: st
 
 def to_frame(table: Table, *, empty: bool = True, exact_numbers: bool = True) -> pd.DataFrame:
     """One row per cell: the codes, ``value``, ``frequency`` (if the table has any),
-    ``status`` (CellStatus values), ``lower``/``upper`` protection, ``cost`` and ``top1``...
-    (if any). Numbers are exact: whole numbers as integers, others as Fractions (floats
-    with ``exact_numbers=False``). ``empty=False`` leaves out the EMPTY cells."""
+    ``status`` (CellStatus values), ``lower``/``upper`` protection, ``sliding`` protection
+    (if any cell has one), ``cost`` and ``top1``... (if any). Numbers are exact: whole
+    numbers as integers, others as Fractions (floats with ``exact_numbers=False``).
+    ``empty=False`` leaves out the EMPTY cells."""
     cells = [c for c in table.cells if empty or c.status is not CellStatus.EMPTY]
     data: dict[str, list[object]] = {v: [c.code(v) for c in cells] for v in table.variables}
     data["value"] = [c.value for c in cells]
@@ -438,11 +444,13 @@ def to_frame(table: Table, *, empty: bool = True, exact_numbers: bool = True) ->
     data["status"] = [c.status.value for c in cells]
     data["lower"] = [c.protection[0] for c in cells]
     data["upper"] = [c.protection[1] for c in cells]
+    if any(c.sliding for c in cells):
+        data["sliding"] = [c.sliding for c in cells]
     if any(c.cost is not None for c in cells):
         data["cost"] = [c.cost for c in cells]
     for i in range(max((len(c.top) for c in cells), default=0)):
         data[f"top{i + 1}"] = [c.top[i] if i < len(c.top) else None for c in cells]
-    numbers = ("value", "lower", "upper", "cost")
+    numbers = ("value", "lower", "upper", "sliding", "cost")
     frame = pd.DataFrame({name: _numbers(values, exact_numbers)
                           if name in numbers or name.startswith("top") else values
                           for name, values in data.items()})

@@ -208,12 +208,13 @@ class Cell:
     protection: tuple[Fraction, Fraction] = NO_PROTECTION  # (lower, upper), absolute, >= 0
     cost: Fraction | None = None
     top: tuple[Fraction, ...] = ()  # largest contributions, largest first (p% and NK rules)
+    sliding: Fraction = Fraction(0)  # sliding protection level: the interval's least width
 
     def __post_init__(self) -> None:
         if not isinstance(self.value, Fraction):
             object.__setattr__(self, "value", Fraction(self.value))
         lower, upper = self.protection
-        if lower < 0 or upper < 0:
+        if lower < 0 or upper < 0 or self.sliding < 0:
             raise StatreconError(f"cell {self.name}: a negative protection level")
         if self.frequency is not None and self.frequency < 0:
             raise StatreconError(f"cell {self.name}: a negative frequency")
@@ -339,8 +340,10 @@ class Table:
         kept for primary cells, zero for the others)."""
         cells = list(self.cells)
         for i, status in statuses.items():
-            protection = cells[i].protection if status is CellStatus.PRIMARY else NO_PROTECTION
-            cells[i] = replace(cells[i], status=status, protection=protection)
+            primary = status is CellStatus.PRIMARY
+            cells[i] = replace(cells[i], status=status,
+                               protection=cells[i].protection if primary else NO_PROTECTION,
+                               sliding=cells[i].sliding if primary else Fraction(0))
         return replace(self, cells=tuple(cells))
 
 
@@ -469,6 +472,7 @@ class TableSet:
         t0, i0 = places[0]
         first = self.tables[t0].cells[i0]
         lower, upper = first.protection
+        sliding = first.sliding
         for t, i in places[1:]:
             other = self.tables[t].cells[i]
             for what in ("value", "frequency", "status"):
@@ -479,8 +483,9 @@ class TableSet:
                         f": {what} {_show(a)} in {self.tables[t0].name} ({first.name}) but "
                         f"{_show(b)} in {self.tables[t].name} ({other.name})")
             lower, upper = max(lower, other.protection[0]), max(upper, other.protection[1])
-        if (lower, upper) != first.protection:
-            return replace(first, protection=(lower, upper))
+            sliding = max(sliding, other.sliding)
+        if (lower, upper) != first.protection or sliding != first.sliding:
+            return replace(first, protection=(lower, upper), sliding=sliding)
         return first
 
     @property

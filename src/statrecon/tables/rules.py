@@ -395,14 +395,17 @@ def _tops(cell: Cell, k: int, rule: str) -> list[Fraction]:
 @dataclass(frozen=True)
 class Protection:
     """Protection levels of a new primary cell: fractions of its value (``relative``) or
-    absolute amounts; a nonnegative cell's lower level is capped at its value."""
+    absolute amounts; a nonnegative cell's lower level is capped at its value. ``sliding``:
+    the least width of the attacker's interval, wherever it lies (tau-Argus's sliding
+    protection level), likewise a fraction or an amount."""
 
     lower: Number = 0
     upper: Number = 0
     relative: bool = True
+    sliding: Number = 0
 
     def __post_init__(self) -> None:
-        for name in ("lower", "upper"):
+        for name in ("lower", "upper", "sliding"):
             level = exact(getattr(self, name))
             if level is None or level < 0:
                 raise StatreconError(f"protection {name} must be a number >= 0, not "
@@ -415,6 +418,9 @@ class Protection:
         if value >= 0:
             lower = min(lower, value)
         return lower, upper
+
+    def sliding_level(self, value: Fraction) -> Fraction:
+        return Fraction(self.sliding) * (abs(value) if self.relative else 1)
 
 
 def sensitivity(cell: Cell, rules: Sequence[Rule], protect_zeros: bool = False) -> str | None:
@@ -437,7 +443,8 @@ def mark_primary(table: Table, rules: Sequence[Rule] = (), *, protect_zeros: boo
     for i, cell in enumerate(cells):
         if cell.status is CellStatus.SAFE and sensitivity(cell, rules, protect_zeros):
             cells[i] = replace(cell, status=CellStatus.PRIMARY,
-                               protection=protection.levels(cell.value))
+                               protection=protection.levels(cell.value),
+                               sliding=protection.sliding_level(cell.value))
     return replace(table, cells=tuple(cells))
 
 

@@ -25,7 +25,7 @@ in one YAML file instead of command-line options (hierarchies cannot be given as
       p_percent: 10             # or {p: 10, n: 2}
       nk: [2, 85]               # (n, k)-dominance
       protect_zeros: false
-    protection: {lower: 0.1, upper: 0.1, relative: true}
+    protection: {lower: 0.1, upper: 0.1, sliding: 0, relative: true}
 
 The file is a stranger's: it is read within a size limit, with libyaml when installed, no
 anchors or aliases, no duplicate or unknown keys, and every mistake names ``file:line``.
@@ -204,12 +204,13 @@ def _rules(at: _At | None, path: Path) -> tuple[tuple[Rule, ...], bool]:
 
 
 def _protection(at: _At) -> Protection:
-    given = at.mapping(("lower", "upper", "relative"), "protection: {lower, upper, relative}")
-    lower = given["lower"].number((int, float)) if "lower" in given else 0
-    upper = given["upper"].number((int, float)) if "upper" in given else 0
+    given = at.mapping(("lower", "upper", "sliding", "relative"),
+                       "protection: {lower, upper, sliding, relative}")
+    lower, upper, sliding = (given[k].number((int, float)) if k in given else 0
+                             for k in ("lower", "upper", "sliding"))
     relative = given["relative"].flag() if "relative" in given else True
     try:
-        return Protection(lower, upper, relative)
+        return Protection(lower, upper, relative, sliding)
     except StatreconError as e:
         return at.fail(str(e))
 

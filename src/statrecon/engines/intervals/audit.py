@@ -99,11 +99,11 @@ def audit_cell(problem: IntervalProblem | Prepared, j: int,
         sides = _integer(prep, ci, jl, (low, high), deadline, options.workers)
         integer = Interval(*(_int_bound(comp, o, lp_side) for o, lp_side in
                              zip(sides, (low, high), strict=True)))
-    protection = p.protection_of(j)
+    protection, sliding = p.protection_of(j), p.sliding_of(j)
     return CellAudit(cell=j, name=p.cell_names[j], value=p.values[j], protection=protection,
                      lp=lp, integer=integer, attack=_attack(p, comp, (low, high)),
-                     verdict=verdict(p.values[j], protection, lp, integer),
-                     elapsed_s=time.perf_counter() - start)
+                     verdict=verdict(p.values[j], protection, lp, integer, sliding),
+                     elapsed_s=time.perf_counter() - start, sliding=sliding)
 
 
 def _earlier(own: Deadline, shared: Deadline | None) -> Deadline:

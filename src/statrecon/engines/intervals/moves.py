@@ -16,6 +16,7 @@ takes ~0.2 s (measured side by side; see the report of issue 15).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
@@ -113,8 +114,9 @@ class Mover:
                 return
             if not (r.wants()[0] if up else r.wants()[1]):
                 continue
-            need = (r.up - r.value) if up else (r.value - r.down)
-            xi = self._find(self.comp.local[r.cell], up, need * self.scale, deadline)
+            need = (r.goal(True) - r.value) if up else (r.value - r.goal(False))
+            steps = Fraction(math.ceil(need * self.scale))  # whole lattice steps
+            xi = self._find(self.comp.local[r.cell], up, steps, deadline)
             if xi is not None:
                 self.board.record(xi)
                 if r.met():

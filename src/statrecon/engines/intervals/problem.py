@@ -27,8 +27,10 @@ class IntervalProblem:
     ``hidden`` flag is False and knows ``lower <= x <= upper`` (None: no upper bound).
     ``scale``: values * scale are integers (10**decimals), the lattice of the integer audit.
     ``protection``: (lower, upper) protection level of each cell, absolute and >= 0; empty
-    means 0 everywhere (only exact disclosure is then under-protection). Compared by identity
-    (``eq=False``): a sparse matrix has no truth value."""
+    means 0 everywhere (only exact disclosure is then under-protection). ``sliding``: the
+    sliding protection level of each cell (the attacker's interval must be at least this
+    wide, wherever it lies; tau-Argus's and Fischetti-Salazar's SPL), >= 0; empty means 0.
+    Compared by identity (``eq=False``): a sparse matrix has no truth value."""
 
     matrix: sp.csr_matrix
     rhs: tuple[int, ...]
@@ -40,6 +42,7 @@ class IntervalProblem:
     cell_names: tuple[str, ...]
     equation_names: tuple[str, ...]
     protection: tuple[tuple[Fraction, Fraction], ...] = ()
+    sliding: tuple[Fraction, ...] = ()
 
     @property
     def n_cells(self) -> int:
@@ -47,6 +50,9 @@ class IntervalProblem:
 
     def protection_of(self, j: int) -> tuple[Fraction, Fraction]:
         return self.protection[j] if self.protection else (Fraction(0), Fraction(0))
+
+    def sliding_of(self, j: int) -> Fraction:
+        return self.sliding[j] if self.sliding else Fraction(0)
 
 
 @dataclass(frozen=True, eq=False)
@@ -108,6 +114,8 @@ def check_problem(p: IntervalProblem) -> None:
     wrong = [f"{name} has {size}" for name, size in sizes.items() if size != n]
     if p.protection and len(p.protection) != n:
         wrong.append(f"protection has {len(p.protection)}")
+    if p.sliding and len(p.sliding) != n:
+        wrong.append(f"sliding has {len(p.sliding)}")
     if len(p.rhs) != k or len(p.equation_names) != k:
         wrong.append(f"rhs has {len(p.rhs)} and equation_names {len(p.equation_names)} "
                      f"for {k} equations")
@@ -135,7 +143,7 @@ def _check_cell(p: IntervalProblem, j: int) -> None:
     if v < lo or (hi is not None and v > hi):
         raise StatreconError(f"cell {name!r}: value {v} outside its bounds [{lo}, "
                              f"{'inf' if hi is None else hi}]", statistic=name)
-    if p.protection and min(p.protection[j]) < 0:
+    if (p.protection and min(p.protection[j]) < 0) or p.sliding_of(j) < 0:
         raise StatreconError(f"cell {name!r}: negative protection level", statistic=name)
 
 

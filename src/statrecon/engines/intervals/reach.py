@@ -43,19 +43,41 @@ class Reached:
     upper: tuple[Fraction, tuple[tuple[int, Fraction], ...]] | None = None
     lower: tuple[Fraction, tuple[tuple[int, Fraction], ...]] | None = None
     either: bool = False  # levels (0, 0): one side beyond the value is enough
+    sliding: Fraction = Fraction(0)  # the values reached must also be this far apart
 
-    def met(self) -> bool:
+    def ends(self) -> tuple[Fraction, Fraction]:
+        """The lowest and highest values reached (the true value where none)."""
+        return (self.value if self.lower is None else self.lower[0],
+                self.value if self.upper is None else self.upper[0])
+
+    def _levels_met(self) -> bool:
         hi = self.upper is not None and self.upper[0] >= self.up
         lo = self.lower is not None and self.lower[0] <= self.down
         return (hi or lo) if self.either else (hi and lo)
 
+    def met(self) -> bool:
+        low, high = self.ends()
+        return self._levels_met() and high - low >= self.sliding
+
     def wants(self) -> tuple[bool, bool]:
-        """(up, down): the sides still without a witness."""
+        """(up, down): the sides still without a witness (both, once the levels are met,
+        while the values reached are closer than the sliding level)."""
+        if self._levels_met():
+            short = not self.met()
+            return short, short
         hi = self.upper is None or self.upper[0] < self.up
         lo = self.lower is None or self.lower[0] > self.down
         if self.either:
             return (hi and lo, hi and lo)
         return hi, lo
+
+    def goal(self, up: bool) -> Fraction:
+        """The value to reach on one side: its level, or further where the sliding level
+        asks more of the values reached so far."""
+        low, high = self.ends()
+        if up:
+            return max(self.up, low + self.sliding)
+        return min(self.down, high - self.sliding)
 
 
 @dataclass
@@ -126,7 +148,8 @@ def targets(prep: Prepared, cells: Sequence[int]) -> dict[int, Reached]:
         v = p.values[j]
         either = low == 0 and up == 0
         out[j] = Reached(j, v, v + step if either else v + up,
-                         v - step if either else v - low, either=either)
+                         v - step if either else v - low, either=either,
+                         sliding=p.sliding_of(j))
         if low == 0 and not either:
             out[j].lower = (v, ())  # the true table reaches the value itself
         if up == 0 and not either:
@@ -208,4 +231,4 @@ def protected_audit(prep: Prepared, r: Reached) -> CellAudit:
     interval = Interval(sides[0], sides[1])
     return CellAudit(cell=r.cell, name=p.cell_names[r.cell], value=r.value,
                      protection=p.protection_of(r.cell), lp=interval, integer=interval,
-                     attack=Attack((), ()), verdict="protected")
+                     attack=Attack((), ()), verdict="protected", sliding=r.sliding)

@@ -111,6 +111,7 @@ class CellAudit:
     attack: Attack
     verdict: Verdict
     elapsed_s: float = 0.0
+    sliding: Fraction = Fraction(0)  # the interval must be at least this wide
 
     @property
     def tighter(self) -> bool:
@@ -125,7 +126,8 @@ class CellAudit:
             "cell": self.cell, "name": self.name, "value": float(self.value),
             "value_exact": str(self.value),
             "protection": {"lower": float(self.protection[0]),
-                           "upper": float(self.protection[1])},
+                           "upper": float(self.protection[1]),
+                           "sliding": float(self.sliding)},
             "lp": self.lp.to_json(),
             "integer": None if self.integer is None else self.integer.to_json(),
             "tighter": self.tighter, "verdict": self.verdict, "attack": self.attack.to_json(),
@@ -166,12 +168,13 @@ def _best(lp: Bound, integer: Bound | None) -> Bound | None:
 
 
 def verdict(value: Fraction, protection: tuple[Fraction, Fraction], lp: Interval,
-            integer: Interval | None) -> Verdict:
+            integer: Interval | None, sliding: Fraction = Fraction(0)) -> Verdict:
     """A pure function of proven bounds. Disclosed: the proven bounds meet. Under-protected:
-    a proven bound cuts into [value - lower level, value + upper level] (both intervals are
-    valid, so either proves it). Protected: the attacker's interval (the integer one when the
-    integer audit ran, else the LP one) is proven on both sides and covers that range.
-    Otherwise unknown (a time limit, or the integer audit could not finish)."""
+    a proven bound cuts into [value - lower level, value + upper level], or the proven bounds
+    are closer than the sliding level (both intervals are valid, so either proves it).
+    Protected: the attacker's interval (the integer one when the integer audit ran, else the
+    LP one) is proven on both sides and covers that range (and is that wide). Otherwise
+    unknown (a time limit, or the integer audit could not finish)."""
     lo = _best(lp.lower, None if integer is None else integer.lower)
     hi = _best(lp.upper, None if integer is None else integer.upper)
     if lo is not None and hi is not None and hi.value is not None and lo.value == hi.value:
@@ -179,6 +182,9 @@ def verdict(value: Fraction, protection: tuple[Fraction, Fraction], lp: Interval
     if lo is not None and lo.value is not None and lo.value > value - protection[0]:
         return "under-protected"
     if hi is not None and hi.value is not None and hi.value < value + protection[1]:
+        return "under-protected"
+    if lo is not None and hi is not None and lo.value is not None and hi.value is not None \
+            and hi.value - lo.value < sliding:
         return "under-protected"
     attacker = integer if integer is not None else lp
     return "protected" if attacker.proven else "unknown"

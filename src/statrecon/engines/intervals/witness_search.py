@@ -50,7 +50,7 @@ def search(prep: Prepared, reached: dict[int, Reached], deadline: Deadline,
             up, down = r.wants()
             if deadline.expired or not (up if side == "up" else down):
                 continue
-            target = r.up if side == "up" else r.down
+            target = r.goal(side == "up")
             xi = _feasible(model, comp.local[j], target * scale, side == "up", deadline,
                            per_solve)
             if xi is not None and completes(lat, xi):
