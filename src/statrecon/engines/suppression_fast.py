@@ -20,7 +20,7 @@ from statrecon.engines.cpsat import Deadline
 from statrecon.engines.intervals import AuditResult, CellAudit, IntervalProblem
 from statrecon.engines.intervals.moves import move
 from statrecon.engines.intervals.problem import Prepared
-from statrecon.engines.intervals.reach import protected_audit, reach, targets
+from statrecon.engines.intervals.reach import Reached, protected_audit, reach, targets
 from statrecon.engines.intervals.witness_search import search
 from statrecon.engines.suppression_cuts import AuditMap, Cut, Oracle
 from statrecon.engines.suppression_gauss import gauss_pattern
@@ -219,12 +219,7 @@ def _by_witness(run: Run, state: Repair) -> list[int]:
     prep = run.oracle.prepared(state.suppressed)
     reached = reach(prep, todo, run.deadline)
     move(prep, reached, run.deadline)
-    for i, r in reached.items():
-        if r.met():
-            state.proven[i] = protected_audit(prep, r)
-            state.proven_at[i] = len(state.suppressed)
-    run.progress("witness", len(state.proven), len(run.primaries))
-    return [i for i in todo if i not in state.proven]
+    return _keep_met(run, state, prep, reached, todo)
 
 
 def _by_search(run: Run, state: Repair, todo: list[int]) -> list[int]:
@@ -233,6 +228,12 @@ def _by_search(run: Run, state: Repair, todo: list[int]) -> list[int]:
     prep = run.oracle.prepared(state.suppressed)
     reached = targets(prep, todo)
     search(prep, reached, run.deadline)
+    return _keep_met(run, state, prep, reached, todo)
+
+
+def _keep_met(run: Run, state: Repair, prep: Prepared, reached: dict[int, Reached],
+              todo: list[int]) -> list[int]:
+    """Record the cells whose witnesses meet their protection; the others of ``todo``."""
     for i, r in reached.items():
         if r.met():
             state.proven[i] = protected_audit(prep, r)
