@@ -41,7 +41,6 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/peers/bench_tauargus.py
 	$(BIN)/python benchmarks/bench_tables.py
 	$(BIN)/python benchmarks/bench_protect.py --gauss-audit
-	$(BIN)/python benchmarks/bench_protect.py --quick
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
