@@ -14,13 +14,16 @@ its table(s) (``benchmarks/peers/easysdctable.py``: ``table_set``), then:
     leaves not protected under the integer audit (``result.audit``: verdict other than
     "protected"), and its seconds against the fastest method of the row. The R times come
     from another machine: the ratio says how the two runs compare, not the two algorithms.
+(c) with ``--exact SECONDS``, on the tables of at most 1,000 cells (z2, z3): the exact method
+    (a master MIP with cuts from failed audits) within that limit: ``optimal`` is proven, a
+    ``feasible`` pattern is the best one audited when the limit came.
 
 z2 has a single-child code (region B is fylke 4's only region): its 5 cells repeat fylke 4's,
 and sdcTable drops such codes internally, so z2's suppressed counts are also given with each
 such pair counted once (in parentheses).
 
     .venv/bin/python benchmarks/bench_protect.py [--quick] [--only z3] [--time-limit 60]
-        [--gauss-audit]
+        [--gauss-audit] [--exact 60]
 """
 
 from __future__ import annotations
@@ -108,13 +111,14 @@ def _suppressed(result: Any, n_cells: int, primaries: Sequence[int]) -> set[int]
     return None
 
 
-def run_ours(module: Any, tables: TableSet, time_limit: float | None = None) -> Ours:
+def run_ours(module: Any, tables: TableSet, time_limit: float | None = None,
+             method: str = "fast") -> Ours:
     problem = problem_from_tables(tables)
     cells = tables.cells()
     primaries = [j for j, c in enumerate(cells) if c.status is CellStatus.PRIMARY]
     start = time.perf_counter()
-    options = module.ProtectOptions(method="fast") if time_limit is None else \
-        module.ProtectOptions(method="fast", time_limit=time_limit)
+    options = module.ProtectOptions(method=method) if time_limit is None else \
+        module.ProtectOptions(method=method, time_limit=time_limit)
     result = module.protect(problem, candidates=candidates(tables), options=options)
     seconds = time.perf_counter() - start
     primary = set(primaries)
@@ -186,8 +190,11 @@ def _ours_line(ours: Ours, gauss: pd.Series, fastest: float) -> str:
             f"{'met' if met else 'not met'}")
 
 
+EXACT_MAX_CELLS = 1000  # --exact runs on the tables up to this size (z2, z3)
+
+
 def bench(names: Sequence[str], time_limit: float | None = None,
-          gauss_audit: bool = False) -> None:
+          gauss_audit: bool = False, exact: float | None = None) -> None:
     print(f"machine: {machine()}")
     rows = peer.load_comparison()
     module = _protect_module()
@@ -215,26 +222,37 @@ def bench(names: Sequence[str], time_limit: float | None = None,
                 cells, exposed = gauss_alone(tables)
                 print(f"    {'statrecon Gauss alone':22s} {cells:10d} {exposed:>6d} primary "
                       "cells not protected (integer audit)")
+        best = None
+        if module is not None and exact is not None \
+                and len(tables.keys()) <= EXACT_MAX_CELLS:
+            best = run_ours(module, tables, exact, method="exact")
+            print(_ours_line(best, gauss, fastest).replace("statrecon fast ",
+                                                             "statrecon exact"))
         summary.append(_row(name, linked, zeros, max_n, len(tables.keys()), primaries, gauss,
-                            fastest, ours))
+                            fastest, ours, best))
     _summary(summary)
 
 
 def _row(name: str, linked: bool, zeros: bool, max_n: int, cells: int, primaries: int,
-         gauss: pd.Series, fastest: float, ours: Ours | None) -> list[str]:
+         gauss: pd.Series, fastest: float, ours: Ours | None, best: Ours | None = None
+         ) -> list[str]:
     mine = ["", "", "", ""] if ours is None else [ours.status,
         "?" if ours.suppressed is None else str(ours.suppressed), str(ours.unprotected),
         f"{ours.seconds:.2f}"]
+    exact = ["", "", ""] if best is None else [
+        best.status, "?" if best.suppressed is None else str(best.suppressed),
+        f"{best.seconds:.2f}"]
     return [name, "yes" if linked else "no", str(zeros).upper(), str(max_n), str(cells),
             str(primaries), str(int(gauss["suppressed"])), f"{gauss['seconds']:.1f}",
-            f"{fastest:.1f}", *mine]
+            f"{fastest:.1f}", *mine, *exact]
 
 
 def _summary(rows: list[list[str]]) -> None:
     """The configurations as one Markdown table (for BENCHMARKS.md)."""
     head = ["data", "linked", "protectZeros", "maxN", "cells", "primary", "Gauss suppressed",
             "Gauss s", "fastest s", "statrecon status", "statrecon suppressed",
-            "primary not protected", "statrecon s"]
+            "primary not protected", "statrecon s", "exact status", "exact suppressed",
+            "exact s"]
     print("\n| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for r in rows:
@@ -251,9 +269,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--gauss-audit", action="store_true",
                         help="where statrecon suppresses more cells than GaussSuppression, "
                         "audit statrecon's Gaussian pass alone with the integer audit")
+    parser.add_argument("--exact", type=float, default=None, metavar="SECONDS",
+                        help=f"also the exact method (this time limit) on the tables of at "
+                        f"most {EXACT_MAX_CELLS} cells")
     args = parser.parse_args(argv)
     names = args.only or (["z2", "z3"] if args.quick else ["z2", "z3", "sosialFiktiv"])
-    bench(names, args.time_limit, args.gauss_audit)
+    bench(names, args.time_limit, args.gauss_audit, args.exact)
 
 
 if __name__ == "__main__":

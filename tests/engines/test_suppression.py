@@ -303,3 +303,18 @@ def test_a_sliding_level_asks_for_a_wide_enough_interval_wherever_it_lies() -> N
     exact = protect(p, options=ProtectOptions(method="exact", time_limit=None))
     assert exact.status == "optimal" and len(exact.secondary) == 3  # a cycle of 4 cells
     assert set(exact.secondary) != set(rectangle("b1"))
+
+
+@pytest.mark.parametrize(("scale", "solver"), [(1, "HiGHS"), (2**21, "CP-SAT")])
+def test_the_master_goes_to_highs_only_when_floats_hold_it_exactly(scale: int,
+                                                                   solver: str) -> None:
+    """Costs over 2**20 in all send the master to CP-SAT (exact integers); both find the
+    same optimum: the three cells of the cheapest rectangle."""
+    t = two_by_three([[3, 40, 1], [6, 70, 2]])
+    p = t.problem([cell(t, A="a0", B="b0")])
+    r = protect(p, costs=[v * scale for v in p.values],
+                options=ProtectOptions(method="exact", time_limit=None))
+    assert r.status == "optimal" and f"({solver} master)" in r.note
+    assert set(r.secondary) == {cell(t, A="a1", B="b0"), cell(t, A="a0", B="b2"),
+                                cell(t, A="a1", B="b2")}
+    assert r.cost == (6 + 1 + 2) * scale

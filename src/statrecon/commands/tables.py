@@ -310,8 +310,8 @@ def protect(
     spec: SpecOption = None,
     method: Annotated[str, typer.Option(
         help="fast (Gaussian elimination, then an audit-driven repair: large and linked "
-             "tables) or exact (CP-SAT with cuts from failed audits: proves the fewest "
-             "cells, small tables).")] = "fast",
+             "tables) or exact (a master MIP on HiGHS, or CP-SAT, with cuts from failed "
+             "audits: proves the fewest cells, small tables).")] = "fast",
     cost: Annotated[str, typer.Option(
         help="What to minimise: count (cells), value (their total), or cost (the table's "
              "cost column, e.g. tau-Argus's COSTVAR).")] = "count",

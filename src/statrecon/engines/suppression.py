@@ -10,7 +10,8 @@ Two methods, both returning a pattern only after auditing it exactly:
   loop audits the pattern and, for each primary cell still unprotected, suppresses the
   cheapest cell that the attack's certificate says would widen its interval
   (:mod:`.suppression_cuts`). Its status is ``feasible``, never ``optimal``.
-- ``exact`` (small tables): a master problem over binary y (CP-SAT) minimising the cost under
+- ``exact`` (small tables): a master problem over binary y (HiGHS's MIP, or CP-SAT where
+  floats cannot hold its numbers exactly, :mod:`.suppression_exact`) minimising the cost under
   cuts that every protecting pattern satisfies, added lazily from failed audits
   (Fischetti-Salazar LP cuts and neighbourhood cuts, :mod:`.suppression_exact`). The first
   master optimum that passes the integer audit is optimal; ``optimal`` is said only then.
