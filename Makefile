@@ -40,7 +40,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_claims.py --paper-sample 6 --paper-full-units 2
 	$(BIN)/python benchmarks/peers/bench_tauargus.py
 	$(BIN)/python benchmarks/bench_tables.py
-	$(BIN)/python benchmarks/bench_protect.py --gauss-audit
+	$(BIN)/python benchmarks/bench_protect.py --gauss-audit --exact 30
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks

@@ -159,7 +159,7 @@ def repair(run: Run, suppressed: frozenset[int], order: Sequence[int]) -> Protec
         if run.deadline.expired:
             return _unknown(run, state, next((i for i in run.primaries
                                               if i not in state.proven), run.primaries[0]))
-        todo = _by_witness(run, state)
+        todo = by_witness(run, state)
         prep, screens = run.oracle.screen(state.suppressed, todo, run.deadline)
         weak = [screens[i] for i in todo if not run.oracle.screen_passes(screens[i])]
         run.progress("screen", len(run.primaries) - len(weak), len(run.primaries))
@@ -212,7 +212,7 @@ def _finish(run: Run, state: Repair) -> ProtectResult:
     return run.result(state.suppressed, "feasible", state.audits, state.order, note=note)
 
 
-def _by_witness(run: Run, state: Repair) -> list[int]:
+def by_witness(run: Run, state: Repair) -> list[int]:
     """Prove what witness tables can (:mod:`statrecon.engines.intervals.reach`): few LPs
     cover many cells. Returns the primary cells left unproven."""
     todo = [i for i in run.primaries if i not in state.proven]
@@ -273,14 +273,22 @@ def _proof_note(state: Repair) -> str:
 
 
 def audit_pattern(run: Run, state: Repair) -> tuple[Prepared, list[CellAudit]]:
-    """The LP audit of the pattern, then, if every primary cell passes it, the integer
-    audit; the primary cells that fail (``state.audits``: the last audit of each)."""
+    """Witness tables first (:func:`by_witness`: they prove most cells of a good pattern
+    with a few LPs and no certificate), then the LP audit of the cells they leave, then, if
+    every one of those passes it, their integer audit; the primary cells that fail
+    (``state.audits``: the last audit of every primary cell)."""
+    todo = by_witness(run, state)
+    prep = run.oracle.prepared(state.suppressed)
     for integer in (False, True):
-        prep, state.audits = run.oracle.audit(state.suppressed, run.deadline, integer)
-        failing = [a for a in state.audits.values() if a.verdict != "protected"]
+        if not todo:
+            break
+        prep, audits = run.oracle.audit(state.suppressed, run.deadline, integer, todo)
+        state.audits = {**state.proven, **audits}
+        failing = [a for a in audits.values() if a.verdict != "protected"]
         run.progress("audit", len(run.primaries) - len(failing), len(run.primaries))
         if failing:
             return prep, failing
+    state.audits = {**state.proven, **state.audits}
     return prep, []
 
 
