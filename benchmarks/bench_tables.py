@@ -14,7 +14,9 @@
 (c) Secondary suppression side by side, from the same primary cells (pp.tab, and the tables
     of (b)): tau-Argus's MOD and OPT (cells suppressed, seconds of the suppression) next to
     statrecon's ``protect`` (fast and exact, fewest cells, tau-Argus's a-priori box), each
-    statrecon pattern proven protected under the integer audit.
+    statrecon pattern proven protected under the integer audit; and the total value of the
+    secondary cells of tau-Argus's OPT (its cost is the cell value) next to statrecon's exact
+    method minimising that total.
 
     .venv/bin/python benchmarks/bench_tables.py [--seeds 10]
 
@@ -144,22 +146,32 @@ def generated(peer: Any, seeds: int) -> None:
           f"{totals['missed']}")
 
 
-def _protect(tables: Any, method: str) -> tuple[int, float, str]:
+def _protect(tables: Any, method: str, cost: str = "count") -> tuple[int, float, str, float]:
+    """statrecon's pattern: (cells suppressed, seconds, status, total value of the
+    secondary cells)."""
     from statrecon.engines.suppression import ProtectOptions
     from statrecon.runs.tables import protect_tables
 
     start = time.perf_counter()
-    done = protect_tables(tables, ProtectOptions(method=method), cost="count",  # type: ignore[arg-type]
-                          apriori="tau-argus")
+    done = protect_tables(tables, ProtectOptions(method=method),  # type: ignore[arg-type]
+                          cost=cost, apriori="tau-argus")  # type: ignore[arg-type]
     seconds = time.perf_counter() - start
     assert done.result.audit.all_protected or done.result.status not in ("optimal", "feasible")
-    return sum(done.result.hidden), seconds, done.result.status
+    cells = tables.cells()
+    value = float(sum(cells[j].value for j in done.result.secondary))
+    return sum(done.result.hidden), seconds, done.result.status, value
+
+
+def _tau_value(run: Any) -> float:
+    cells = run.suppression.cells
+    return float(cells.loc[cells["status"] == "M", "value"].sum())
 
 
 def suppression(peer: Any, seeds: int) -> None:
-    print("(c) secondary suppression from the same primary cells: cells suppressed (seconds)")
-    print("  table        primary  tau MOD          tau OPT          statrecon fast        "
-          "statrecon exact")
+    print("(c) secondary suppression from the same primary cells. Cells suppressed (seconds);"
+          " then, minimising the total value, the secondary cells' total value")
+    print("  table     prim  tau MOD         tau OPT         statrecon fast        "
+          "statrecon exact         | tau OPT value  statrecon exact value")
     table = peer.TauTable.from_arb(ARB)
     hierarchies = {v: {p: tuple(c) for p, c in tree.items()}
                    for v, tree in peer.hierarchies(table).items()}
@@ -176,10 +188,12 @@ def suppression(peer: Any, seeds: int) -> None:
             runs = {m: peer.audit(tab, m) for m in ("MOD", "OPT")}
             ours = _ours(peer.read(tab), dims, hier)
         primary = sum(c.status.suppressed for c in ours.cells())
-        tau = [f"{len(r.cells):4d} ({r.suppress_seconds:6.3f} s)" for r in runs.values()]
+        tau = [f"{len(r.cells):4d} ({r.suppress_seconds:5.3f} s)" for r in runs.values()]
         mine = [_protect(ours, m) for m in ("fast", "exact")]
-        cells = [f"{n:4d} ({t:6.3f} s) {st:<8}" for n, t, st in mine]
-        print(f"  {label:<12} {primary:>7}  {tau[0]}  {tau[1]}  {cells[0]}  {cells[1]}")
+        cells = [f"{n:4d} ({t:5.3f} s) {st:<8}" for n, t, st, _ in mine]
+        by_value = _protect(ours, "exact", "value")
+        print(f"  {label:<9} {primary:>4}  {tau[0]}  {tau[1]}  {cells[0]}  {cells[1]} | "
+              f"{_tau_value(runs['OPT']):>13,.0f}  {by_value[3]:>13,.0f} {by_value[2]}")
 
 
 def main() -> None:
