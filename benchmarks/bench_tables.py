@@ -123,14 +123,19 @@ def pp(peer: Any) -> None:
                                                          hierarchies))
 
 
+def records(seed: int) -> pd.DataFrame:
+    """150 random records over A (4 codes) x B (4) x C (3), each counted once."""
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({"A": rng.choice(list("1234"), 150), "B": rng.choice(list("1234"), 150),
+                         "C": rng.choice(list("123"), 150), "V": 1.0})
+
+
 def generated(peer: Any, seeds: int) -> None:
     print(f"(b) {seeds} random 3-way count tables (150 records, FREQ(3,30)), tau-Argus MOD")
     print(HEADER)
     totals = {"tighter": 0, "missed": 0, "cells": 0}
     for seed in range(seeds):
-        rng = np.random.default_rng(seed)
-        micro = pd.DataFrame({"A": rng.choice(list("1234"), 150), "B": rng.choice(list("1234"),
-                              150), "C": rng.choice(list("123"), 150), "V": 1.0})
+        micro = records(seed)
         with tempfile.TemporaryDirectory() as tmp:
             table = peer.TauTable.from_microdata(micro, ["A", "B", "C"], "V", "FREQ(3,30)",
                                                  tmp)
@@ -177,10 +182,7 @@ def suppression(peer: Any, seeds: int) -> None:
                    for v, tree in peer.hierarchies(table).items()}
     cases = [("pp.tab", table, list(table.explanatory), hierarchies, None)]
     for seed in range(seeds):
-        rng = np.random.default_rng(seed)
-        micro = pd.DataFrame({"A": rng.choice(list("1234"), 150), "B": rng.choice(list("1234"),
-                              150), "C": rng.choice(list("123"), 150), "V": 1.0})
-        cases.append((f"seed {seed}", None, ["A", "B", "C"], None, micro))
+        cases.append((f"seed {seed}", None, ["A", "B", "C"], None, records(seed)))
     for label, tab, dims, hier, micro in cases:
         with tempfile.TemporaryDirectory() as tmp:
             if micro is not None:
