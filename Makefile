@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)
 	$(BIN)/statrecon reconstruct examples/block.yaml
-	mkdir -p demo-out
+	rm -rf demo-out && mkdir -p demo-out  # a fresh run each time (the claims run resumes only its own)
 	$(BIN)/statrecon census tabulate --persons examples/census/persons_3tracts.csv \
 		--out demo-out/release.parquet
 	$(BIN)/statrecon census reconstruct demo-out/release.parquet --out demo-out/recon.parquet
@@ -27,6 +27,8 @@ demo: $(STAMP)
 	# exit 4: tau-Argus's test table before secondary suppression discloses its primary cells
 	$(BIN)/statrecon tables audit examples/tables/tauargus/TestTable.arb \
 		--html demo-out/tables.html; test $$? -eq 4
+	$(BIN)/statrecon tables protect examples/tables/firms/firms.csv \
+		--spec examples/tables/firms/spec.yaml --out demo-out/firms_protected.csv
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
