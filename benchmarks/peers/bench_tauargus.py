@@ -26,8 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import tauargus as peer  # this folder, not an installed package
 
 ROOT = Path(__file__).resolve().parents[2]
-CANDIDATES = (ROOT / "examples" / "tables" / "tauargus" / "TestTable.arb",
-              ROOT.parent / "shared" / "data" / "tauargus" / "TestTable.arb")
+ARB = ROOT / "examples" / "tables" / "tauargus" / "TestTable.arb"  # bundled, see its README
 
 
 def _median_seconds(fn: Any, repeat: int) -> tuple[Any, float, float]:
@@ -75,8 +74,7 @@ def run_method(table: peer.TauTable, method: str | None, repeat: int) -> dict[st
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--arb", type=Path, default=next((p for p in CANDIDATES if p.exists()),
-                                                         CANDIDATES[-1]))
+    parser.add_argument("--arb", type=Path, default=ARB)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)

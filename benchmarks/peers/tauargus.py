@@ -18,7 +18,7 @@ Each run changes the working directory and ``tempfile.tempdir`` while it lasts (
 write files there): one run at a time per process, as pytauargus itself asks.
 
     .venv/bin/python -c "from benchmarks.peers import tauargus as t; \\
-        print(t.suppress(t.TauTable.from_arb('../shared/data/tauargus/TestTable.arb')).cells)"
+        print(t.suppress(t.TauTable.from_arb('examples/tables/tauargus/TestTable.arb')).cells)"
 """
 
 from __future__ import annotations

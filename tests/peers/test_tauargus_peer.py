@@ -1,6 +1,6 @@
 """tau-Argus (pytauargus) as a peer: its suppression and audit of its own test table, checked
 for the facts statrecon's side-by-side comparison relies on. Skipped cleanly without
-pytauargus or without the table (examples/tables/tauargus/ or ../shared/data/tauargus/)."""
+pytauargus; the table is bundled (examples/tables/tauargus/)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,7 @@ import pytest
 from conftest import load_peer
 
 ROOT = Path(__file__).resolve().parents[2]
-CANDIDATES = (ROOT / "examples" / "tables" / "tauargus" / "TestTable.arb",
-              ROOT.parent / "shared" / "data" / "tauargus" / "TestTable.arb")
+ARB = ROOT / "examples" / "tables" / "tauargus" / "TestTable.arb"
 
 
 peer = load_peer("tauargus")
@@ -25,10 +24,7 @@ peer = load_peer("tauargus")
 @pytest.fixture(scope="module")
 def table() -> Any:
     pytest.importorskip("pytauargus", exc_type=ImportError)
-    arb = next((p for p in CANDIDATES if p.exists()), None)
-    if arb is None:
-        pytest.skip("the tau-Argus test table (TestTable.arb, pp.tab, ...) is not here")
-    return peer.TauTable.from_arb(arb)
+    return peer.TauTable.from_arb(ARB)
 
 
 def _raw_values(tab: Path) -> dict[tuple[str, str], Fraction]:

@@ -45,4 +45,6 @@ def main(source: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]) if len(sys.argv) > 1 else Path("../shared/data/ssbtools"))
+    if len(sys.argv) != 2:
+        sys.exit("usage: python examples/tables/ssbtools/convert.py /path/to/ssb-ssbtools/data")
+    main(Path(sys.argv[1]))

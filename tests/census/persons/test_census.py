@@ -32,7 +32,6 @@ from statrecon.census.persons.cells import (
 from statrecon.census.persons.microdata import load_persons
 
 SLICE = EXAMPLES / "census" / "persons_3tracts.csv"
-SHARED = ROOT.parent / "shared" / "data"
 
 
 @pytest.fixture(scope="module")
