@@ -34,7 +34,7 @@ anchors or aliases, no duplicate or unknown keys, and every mistake names ``file
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, Literal
@@ -80,7 +80,7 @@ class MicrodataSpec:
         for variable, columns in self.levels.items():
             hierarchies[variable] = hierarchy_from_columns(microdata, variable, columns,
                                                            self.table.total)
-        table = TableSpec(**{**self.table.__dict__, "hierarchies": hierarchies})
+        table = replace(self.table, hierarchies=hierarchies)
         return table_from_microdata(microdata, table, self.rules,
                                     protect_zeros=self.protect_zeros,
                                     protection=self.protection)
