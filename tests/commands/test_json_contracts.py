@@ -44,6 +44,12 @@ CENSUS_COMPARE = {
     "blocks_certified_unique_binned", "persons_in_certified_binned_blocks",
     "certified_binned_blocks_mismatched", "blocks_not_reconstructed", "blocks_not_in_truth",
     "truth_blocks_left_out", "truth_tracts_left_out", "truth_persons_left_out", "seed",
+    "scores", "baselines",
+}
+CENSUS_SCORES = {
+    "persons", "guessed", "agreement_exact", "agreement_binned", "unique_rows",
+    "precision_unique", "precision_unique_binned", "nonmodal_unique_rows",
+    "precision_nonmodal", "precision_nonmodal_binned", "by_block_size",
 }
 CLAIMS_BLOCK = {
     "block", "tract", "state", "households", "statistics", "status", "claims",
@@ -103,7 +109,14 @@ def test_census_keys(run_cli: CliRunner, tmp_path: Path) -> None:
     code, out, err = run_cli("census", "compare", "--truth", persons, "--recon", recon,
                              "--json", "--quiet")
     assert code == 0, err
-    keys(json.loads(out), CENSUS_COMPARE, "census compare")
+    compared = json.loads(out)
+    keys(compared, CENSUS_COMPARE, "census compare")
+    keys(compared["scores"], CENSUS_SCORES, "census compare scores")
+    assert set(compared["baselines"]) == {"block_majority", "tract_draw"}
+    for name, scored in compared["baselines"].items():
+        keys(scored, CENSUS_SCORES, f"census compare baseline {name}")
+    assert set(compared["scores"]["by_block_size"][0]) == {
+        "size", "blocks", "persons", "agreement_exact", "agreement_binned"}
     html = tmp_path / "report.html"
     code, out, err = run_cli("census", "report", recon, "--out", html, "--truth", persons,
                              "--json", "--quiet")

@@ -178,7 +178,10 @@ def block_release(
 def compare(
     truth: Annotated[Path, typer.Option(help="The true persons file.")],
     recon: Annotated[Path, typer.Option(help="Reconstruction from `census reconstruct`.")],
-    seed: Annotated[int, typer.Option(min=0, help="Seed of the random baseline.")] = 0,
+    seed: Annotated[int, typer.Option(min=0, help="Seed of the random baselines.")] = 0,
+    microdata: Annotated[Path | None, typer.Option(
+        help="A persons file scored as a baseline 'reconstruction' (for example the "
+             "microdata a DP run published).")] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Refuse a truth file with tracts "
                                          "the reconstruction lacks (default: compare the "
                                          "common tracts and count the rest).")] = False,
@@ -193,7 +196,7 @@ def compare(
     from statrecon.experiments.census_match import compare as run
 
     with activity("Comparing…", quiet=quiet):
-        result = run(truth, recon, seed=seed, strict=strict)
+        result = run(truth, recon, seed=seed, strict=strict, microdata=microdata)
     if as_json:
         sys.stdout.write(json.dumps(result) + "\n")
         return
@@ -205,6 +208,8 @@ def compare(
             continue
         table.add_row(key, f"{value:.4f}" if isinstance(value, float) else f"{value:,}")
     output_console().print(table)
+    for extra in _score_tables(result):
+        output_console().print(extra)
     if result["truth_blocks_left_out"]:
         output_console().print(f"Left out: {result['truth_blocks_left_out']:,} blocks "
                         f"({result['truth_persons_left_out']:,} persons) in "
@@ -235,3 +240,43 @@ def report(
         print(json.dumps({"out": str(out), "truth": None if truth is None else str(truth)}))
         return
     Console(stderr=True).print(f"wrote {out}")
+
+
+SCORE_ROWS = (("agreement, exact age", "agreement_exact"),
+              ("agreement, binned age", "agreement_binned"),
+              ("block uniques guessed", "unique_rows"),
+              ("precision on uniques, exact age", "precision_unique"),
+              ("precision on uniques, binned age", "precision_unique_binned"),
+              ("non-modal uniques guessed", "nonmodal_unique_rows"),
+              ("precision on non-modal uniques, exact age", "precision_nonmodal"),
+              ("precision on non-modal uniques, binned age", "precision_nonmodal_binned"))
+
+
+def _score_tables(result: dict[str, Any]) -> list[Table]:
+    """The reconstruction's measures beside each baseline's, and agreement by block size."""
+    guesses = {"reconstruction": result["scores"], **result["baselines"]}
+    table = Table(title="The reconstruction beside the baselines (they know only what the "
+                  "release publishes; microdata: the persons file given with --microdata)")
+    table.add_column("measure")
+    for name in guesses:
+        table.add_column(name.replace("_", " "), justify="right")
+    for label, key in SCORE_ROWS:
+        table.add_row(label, *(_shown(g[key]) for g in guesses.values()))
+    sizes = Table(title="Agreement by true block size (exact / binned age)")
+    sizes.add_column("persons per block")
+    sizes.add_column("blocks", justify="right")
+    for name in guesses:
+        sizes.add_column(name.replace("_", " "), justify="right")
+    rows = {name: {r["size"]: r for r in g["by_block_size"]} for name, g in guesses.items()}
+    for row in result["scores"]["by_block_size"]:
+        size = row["size"]
+        sizes.add_row(size, f"{row['blocks']:,}", *(
+            f"{rows[n][size]['agreement_exact']:.3f} / {rows[n][size]['agreement_binned']:.3f}"
+            if size in rows[n] else "–" for n in guesses))
+    return [table, sizes]
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return "–"
+    return f"{value:.4f}" if isinstance(value, float) else f"{value:,}"

@@ -9,6 +9,7 @@ person of a block at random from its tract's own joint sex/age/race/Hispanic dis
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +21,16 @@ from statrecon.census.persons.cells import RACES
 from statrecon.census.persons.microdata import load_persons
 from statrecon.db import open_connection
 from statrecon.errors import StatreconError
+from statrecon.experiments.census_scores import (
+    KEY,
+    binned,
+    block_majority,
+    matched_per_block,
+    scores,
+    tract_draw,
+)
 from statrecon.report.census import TruthScores
 from statrecon.runs.stores import read_recon
-
-KEY = ["sex", "age", "race", "hispanic"]
 
 
 def _race_code(frame: pd.DataFrame) -> np.ndarray:
@@ -56,14 +63,6 @@ def _recon(path: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
     else:
         persons = pd.DataFrame(columns=["block", *KEY, "certain"])
     return blocks, persons.reset_index(drop=True), meta
-
-
-def _multiset_matches(a: pd.DataFrame, b: pd.DataFrame, keys: list[str]) -> pd.Series:
-    """Per block: how many persons of ``a`` pair with an identical person of ``b``."""
-    ca = a.groupby(["block", *keys], observed=True).size().rename("a")
-    cb = b.groupby(["block", *keys], observed=True).size().rename("b")
-    both = pd.concat([ca, cb], axis=1, join="inner")
-    return both.min(axis=1).groupby(level="block").sum()
 
 
 def _within_one(a: pd.DataFrame, b: pd.DataFrame) -> pd.Series:
@@ -103,13 +102,6 @@ def _baseline(truth: pd.DataFrame, seed: int) -> pd.DataFrame:
     return drawn
 
 
-def _binned(frame: pd.DataFrame, bins: list[int]) -> pd.DataFrame:
-    out = frame.copy()
-    starts = np.array(sorted(bins))
-    out["age"] = starts[np.searchsorted(starts, out["age"].to_numpy(), side="right") - 1]
-    return out
-
-
 def _common_tracts(truth: pd.DataFrame, blocks: pd.DataFrame, truth_path: Path,
                    recon_path: Path, strict: bool) -> tuple[pd.DataFrame, dict[str, int]]:
     """The truth restricted to the reconstruction's tracts, and what was left out.
@@ -135,24 +127,49 @@ def _common_tracts(truth: pd.DataFrame, blocks: pd.DataFrame, truth_path: Path,
     return truth[keep.to_numpy()], out
 
 
+@dataclass(frozen=True)
+class _Loaded:
+    """The true persons of the reconstructed tracts, the reconstruction (blocks, persons,
+    metadata) and what of the truth was left out."""
+
+    truth: pd.DataFrame
+    blocks: pd.DataFrame
+    recon: pd.DataFrame
+    meta: dict[str, Any]
+    left_out: dict[str, int]
+
+    @property
+    def bins(self) -> list[int]:
+        return list(self.meta.get("age_bins") or range(111))
+
+
+def _load(truth_path: Path, recon_path: Path, strict: bool) -> _Loaded:
+    truth = _truth(truth_path)
+    blocks, recon, meta = _recon(recon_path)
+    truth, left_out = _common_tracts(truth, blocks, truth_path, recon_path, strict)
+    return _Loaded(truth, blocks, recon, meta, left_out)
+
+
 def block_scores(truth_path: Path, recon_path: Path, *, seed: int = 0, strict: bool = False
                  ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """One row per true block of the reconstructed tracts: sizes, matches, baseline matches
     and what was certified (truth outside those tracts: counted in the info, or refused when
     ``strict``)."""
-    truth = _truth(truth_path)
-    blocks, recon, meta = _recon(recon_path)
-    truth, left_out = _common_tracts(truth, blocks, truth_path, recon_path, strict)
+    return _block_scores(_load(truth_path, recon_path, strict), seed)
+
+
+def _block_scores(loaded: _Loaded, seed: int) -> tuple[pd.DataFrame, dict[str, Any]]:
+    truth, blocks, recon, meta = loaded.truth, loaded.blocks, loaded.recon, loaded.meta
     frame = truth.groupby("block").size().rename("persons").to_frame()
     frame["tract"] = frame.index.str[:TRACT_LENGTH]
     frame["reconstructed"] = recon.groupby("block").size()
-    frame["exact"] = _multiset_matches(truth, recon, KEY)
+    frame["exact"] = matched_per_block(truth, recon)
     frame["within_1"] = _within_one(truth, recon)
     base = _baseline(truth, seed)
-    frame["baseline_exact"] = _multiset_matches(truth, base, KEY)
+    frame["baseline_exact"] = matched_per_block(truth, base)
     frame["baseline_within_1"] = _within_one(truth, base)
-    bins = meta.get("age_bins") or list(range(111))
-    frame["exact_binned"] = _multiset_matches(_binned(truth, bins), _binned(recon, bins), KEY)
+    bins = loaded.bins
+    frame["exact_binned"] = matched_per_block(binned(truth, bins), binned(recon, bins))
     if len(recon):
         certain = recon[recon["certain"].astype(bool)]
         c = certain.groupby(["block", *KEY]).size().rename("c")
@@ -174,13 +191,16 @@ def block_scores(truth_path: Path, recon_path: Path, *, seed: int = 0, strict: b
     frame["unique"] = frame["unique"].astype("boolean").fillna(False).astype(bool)
     frame["unique_binned"] = frame["unique_binned"].astype("boolean").fillna(False).astype(bool)
     extra = sorted(set(blocks["block"]) - set(frame.index))
-    return frame, {"meta": meta, "blocks_not_in_truth": extra, **left_out}
+    return frame, {"meta": meta, "blocks_not_in_truth": extra, **loaded.left_out}
 
 
-def compare(truth_path: Path, recon_path: Path, *, seed: int = 0, strict: bool = False
-            ) -> dict[str, Any]:
-    """The summary the Bureau reports (stable JSON keys; see the README)."""
-    f, info = block_scores(truth_path, recon_path, seed=seed, strict=strict)
+def compare(truth_path: Path, recon_path: Path, *, seed: int = 0, strict: bool = False,
+            microdata: Path | None = None) -> dict[str, Any]:
+    """The summary the Bureau reports (stable JSON keys; see the README), with the measures
+    of ``census_scores`` for the reconstruction and for each baseline (``microdata``: a
+    persons file scored as if it were a reconstruction, such as a DP run's own microdata)."""
+    loaded = _load(truth_path, recon_path, strict)
+    f, info = _block_scores(loaded, seed)
     persons = int(f["persons"].sum())
     unique = f["unique"]
     unique_binned = f["unique_binned"]
@@ -214,7 +234,24 @@ def compare(truth_path: Path, recon_path: Path, *, seed: int = 0, strict: bool =
         "truth_tracts_left_out": info["truth_tracts_left_out"],
         "truth_persons_left_out": info["truth_persons_left_out"],
         "seed": seed,
+        "scores": scores(loaded.truth, loaded.recon, loaded.bins),
+        "baselines": _baselines(loaded, seed, microdata),
     }
+
+
+def _baselines(loaded: _Loaded, seed: int, microdata: Path | None) -> dict[str, Any]:
+    """The measures of each baseline guess; they know what the release publishes (the
+    reconstruction's persons per block and tract, which meet the tables)."""
+    published = loaded.recon[["block", *KEY]]
+    out = {"block_majority": scores(loaded.truth, block_majority(published, seed), loaded.bins),
+           "tract_draw": scores(loaded.truth, tract_draw(published, seed), loaded.bins)}
+    if microdata is not None:
+        persons = _truth(microdata)
+        tracts = set(loaded.blocks["tract"])
+        persons = persons[persons["block"].str[:TRACT_LENGTH].isin(tracts).to_numpy()]
+        out["microdata"] = {"source": str(microdata),
+                            **scores(loaded.truth, persons, loaded.bins)}
+    return out
 
 
 def truth_scores(truth_path: Path, recon_path: Path, *, seed: int = 0) -> TruthScores:

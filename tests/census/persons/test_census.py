@@ -126,6 +126,25 @@ def test_reconstruction_is_sound_against_the_truth(built: dict[str, Path]) -> No
     assert r["blocks_certified_unique_binned"] == 217 and r["binned_match_rate"] == 1.0
 
 
+def test_compare_scores_the_baselines_and_a_microdata_file(built: dict[str, Path]) -> None:
+    """The truth given as --microdata agrees with itself; the reconstruction's new scores
+    equal the summary's rates; the baselines guess as many persons as were published."""
+    r = json_of(statrecon("census", "compare", "--truth", SLICE, "--recon", built["recon"],
+                          "--microdata", SLICE, "--json"))
+    micro = r["baselines"]["microdata"]
+    assert micro["agreement_exact"] == 1.0 and micro["precision_unique"] == 1.0
+    assert r["scores"]["agreement_exact"] == r["exact_match_rate"]
+    assert r["scores"]["agreement_binned"] == r["binned_match_rate"]
+    for name in ("block_majority", "tract_draw"):
+        assert r["baselines"][name]["guessed"] == r["scores"]["guessed"] == 920
+        assert r["baselines"][name]["agreement_exact"] < r["scores"]["agreement_exact"]
+    assert r["baselines"]["block_majority"]["nonmodal_unique_rows"] == 0
+    assert sum(row["persons"] for row in r["scores"]["by_block_size"]) == 920
+    shown = statrecon("census", "compare", "--truth", SLICE, "--recon", built["recon"],
+                      "--quiet")
+    assert shown.returncode == 0 and "block majority" in shown.stdout
+
+
 def test_compare_scores_a_known_perturbation(built: dict[str, Path], tmp_path: Path) -> None:
     """Truth = the reconstruction itself, then one person's age moved by one year."""
     table = pq.read_table(built["recon"]).to_pandas()

@@ -1,0 +1,147 @@
+"""Agreement and precision of a set of guessed persons against the true persons, as the
+Bureau reports its reconstruction (HDSR 2025, Tables 6-7), and the baselines its critics
+answer with.
+
+Every guess is a frame of persons (``block, sex, age, race, hispanic``; ``race`` the six race
+flags as a bit code). The measures:
+
+* **agreement** (exact, binned age): the share of true persons paired one-to-one with a
+  guessed person of the same block, sex, age (or age bin), race and Hispanic origin;
+* **precision on uniques**: of the guessed persons who are alone in their block on (sex, age
+  bin, race, origin), the persons an attacker would single out, the share for which the true
+  block holds a person with the same sex, age (exact, or binned), race and origin;
+* **precision on non-modal uniques**: the same over those whose race/origin differs from their
+  block's most common one (the people the Bureau says are most exposed);
+* **by block size**: agreement within classes of true persons per block (those of the
+  census report).
+
+Baselines use only what a release publishes (the published persons per block and per tract,
+here those of the reconstruction, which meets the tables): **block majority** gives each of a
+block's persons the block's most common race/origin and a sex and age drawn from the tract;
+**tract draw** replaces each person by a draw from the tract's joint distribution.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from statrecon.census.geography import TRACT_LENGTH
+from statrecon.report.census import SIZE_EDGES, SIZE_LABELS
+
+KEY = ["sex", "age", "race", "hispanic"]
+ORIGIN = ["race", "hispanic"]
+
+
+def binned(frame: pd.DataFrame, bins: list[int]) -> pd.DataFrame:
+    """``frame`` with each age replaced by the first age of its bin (``bins``: bin starts)."""
+    out = frame.copy()
+    starts = np.array(sorted(bins))
+    out["age"] = starts[np.searchsorted(starts, out["age"].to_numpy(), side="right") - 1]
+    return out
+
+
+def matched_per_block(a: pd.DataFrame, b: pd.DataFrame) -> pd.Series:
+    """Per block: how many persons of ``a`` pair one-to-one with an identical person of ``b``
+    (same block and ``KEY``)."""
+    ca = a.groupby(["block", *KEY], observed=True).size().rename("a")
+    cb = b.groupby(["block", *KEY], observed=True).size().rename("b")
+    both = pd.concat([ca, cb], axis=1, join="inner")
+    return both.min(axis=1).groupby(level="block").sum()
+
+
+def modal_origin(persons: pd.DataFrame) -> pd.DataFrame:
+    """Per block, its most common (race, hispanic); a tie goes to the smaller code, so the
+    result does not depend on row order."""
+    counts = persons.groupby(["block", *ORIGIN], observed=True).size().rename("n").reset_index()
+    counts = counts.sort_values(["block", "n", "race", "hispanic"],
+                                ascending=[True, False, True, True], kind="stable")
+    return counts.drop_duplicates("block").set_index("block")[ORIGIN]
+
+
+def _holds(truth: pd.DataFrame, rows: pd.DataFrame) -> np.ndarray:
+    """Per row of ``rows``: does the true block hold a person with the same ``KEY``?"""
+    present = truth[["block", *KEY]].drop_duplicates()
+    present["_hit"] = True
+    hit = rows[["block", *KEY]].merge(present, on=["block", *KEY], how="left")["_hit"]
+    return hit.fillna(False).to_numpy(dtype=bool)
+
+
+def precision(truth: pd.DataFrame, guess: pd.DataFrame, bins: list[int]) -> dict[str, Any]:
+    """Precision on the guess's block uniques (on sex, age bin, race, origin), all and
+    non-modal, with exact and binned age; ``None`` where the guess has no such person."""
+    if len(guess) == 0:
+        return {"unique_rows": 0, "precision_unique": None, "precision_unique_binned": None,
+                "nonmodal_unique_rows": 0, "precision_nonmodal": None,
+                "precision_nonmodal_binned": None}
+    guess_b = binned(guess, bins)
+    alone = (guess_b.groupby(["block", *KEY], observed=True)["age"].transform("size") == 1
+             ).to_numpy()
+    modal = modal_origin(guess).reindex(guess["block"])
+    nonmodal = ((modal["race"].to_numpy() != guess["race"].to_numpy())
+                | (modal["hispanic"].to_numpy() != guess["hispanic"].to_numpy())) & alone
+    exact_hit = _holds(truth, guess)
+    binned_hit = _holds(binned(truth, bins), guess_b)
+
+    def share(hit: np.ndarray, chosen: np.ndarray) -> float | None:
+        return float(hit[chosen].mean()) if chosen.any() else None
+
+    return {"unique_rows": int(alone.sum()),
+            "precision_unique": share(exact_hit, alone),
+            "precision_unique_binned": share(binned_hit, alone),
+            "nonmodal_unique_rows": int(nonmodal.sum()),
+            "precision_nonmodal": share(exact_hit, nonmodal),
+            "precision_nonmodal_binned": share(binned_hit, nonmodal)}
+
+
+def scores(truth: pd.DataFrame, guess: pd.DataFrame, bins: list[int]) -> dict[str, Any]:
+    """Agreement (exact, binned), precision on uniques and agreement by block size of one
+    guess; ``truth`` and ``guess`` cover the same tracts."""
+    persons = len(truth)
+    sizes = truth.groupby("block").size()
+    exact = matched_per_block(truth, guess).reindex(sizes.index, fill_value=0)
+    within_bin = matched_per_block(binned(truth, bins), binned(guess, bins)).reindex(
+        sizes.index, fill_value=0)
+    frame = pd.DataFrame({"persons": sizes, "exact": exact, "binned": within_bin})
+    frame["size"] = pd.cut(frame["persons"].astype(float), SIZE_EDGES, labels=SIZE_LABELS)
+    by_size = []
+    for label, part in frame.groupby("size", observed=True, sort=True):
+        total = int(part["persons"].sum())
+        by_size.append({"size": str(label), "blocks": len(part), "persons": total,
+                        "agreement_exact": float(part["exact"].sum()) / total,
+                        "agreement_binned": float(part["binned"].sum()) / total})
+    return {"persons": persons, "guessed": len(guess),
+            "agreement_exact": float(exact.sum()) / persons if persons else 0.0,
+            "agreement_binned": float(within_bin.sum()) / persons if persons else 0.0,
+            **precision(truth, guess, bins), "by_block_size": by_size}
+
+
+def _tract_of(frame: pd.DataFrame) -> pd.Series:
+    return frame["block"].str[:TRACT_LENGTH]
+
+
+def tract_draw(published: pd.DataFrame, seed: int) -> pd.DataFrame:
+    """Each published person replaced by a person drawn from its tract's published joint
+    distribution (the proportional guess, drawn)."""
+    rng = np.random.default_rng(seed)
+    out = published.reset_index(drop=True).copy()
+    values = {col: out[col].to_numpy().copy() for col in KEY}
+    for idx in out.groupby(_tract_of(out)).indices.values():
+        pick = rng.choice(idx, size=len(idx), replace=True)
+        for col in KEY:
+            values[col][idx] = out[col].to_numpy()[pick]
+    for col in KEY:
+        out[col] = values[col]
+    return out
+
+
+def block_majority(published: pd.DataFrame, seed: int) -> pd.DataFrame:
+    """Each published person of a block given the block's most common race/origin, and a sex
+    and age drawn from the tract's published persons."""
+    out = tract_draw(published, seed)
+    modal = modal_origin(published).reindex(out["block"])
+    out["race"] = modal["race"].to_numpy()
+    out["hispanic"] = modal["hispanic"].to_numpy()
+    return out
