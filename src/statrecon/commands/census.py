@@ -36,29 +36,46 @@ def tabulate(
                                         "P1,P12,PCT12.")] = "sf1-persons",
     with_p13: Annotated[bool, typer.Option("--with-p13", help="Also publish P13, median age "
                                            "by sex per block (a non-linear statistic).")] = False,
+    dp_rho: Annotated[float | None, typer.Option(
+        "--dp-rho", help="Publish noisy measurements: discrete Gaussian noise on every cell "
+                         "under this zCDP budget, split over the tables (inf: none).")] = None,
+    allocation: Annotated[Path | None, typer.Option(
+        help="YAML mapping table -> share of --dp-rho (summing to 1); default: the 2020 "
+             "production's tract/block split, equal within a level.")] = None,
+    seed: Annotated[int | None, typer.Option(
+        min=0, help="Draw the noise with a seeded, reproducible sampler (numpy; NOT "
+                    "DP-hardened, for experiments). Default: OpenDP's sampler.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable summary.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress on stderr.")] = False,
 ) -> None:
-    """Compute every SF1 person-table cell for every block and tract (DuckDB, one query)."""
+    """Compute every SF1 person-table cell for every block and tract (DuckDB, one query);
+    with --dp-rho, the noisy measurements of those cells instead."""
     from statrecon.census.persons.cells import select_cells
     from statrecon.census.persons.microdata import load_persons
     from statrecon.census.persons.release import write_release
     from statrecon.census.persons.tabulate import tabulate_cells
     from statrecon.db import open_connection
 
+    if dp_rho is None and (allocation is not None or seed is not None):
+        raise StatreconError("--allocation and --seed describe DP noise; give --dp-rho too")
     cells = select_cells(tables, with_p13=with_p13)
+    plan = _noise_plan(cells, dp_rho, allocation)
     check_writable(out, "--out")
     t0 = time.perf_counter()
     con = open_connection()
+    noise = None
     with activity("Tabulating…", quiet=quiet):
         n = load_persons(persons, con)  # locks con once the file is in
         table = tabulate_cells(con, cells)
-        write_release(table, cells, tables, out)
+        if plan is not None:
+            table, noise = _noisy(table, plan, seed)
+        write_release(table, cells, tables, out, noise)
         geos = {lv: len(set(con.execute(f"SELECT DISTINCT {lv} FROM persons").fetchall()))
                 for lv in ("block", "tract")}
     summary = {"persons": n, "blocks": geos["block"], "tracts": geos["tract"],
                "cells": len(cells), "rows": table.num_rows,
-               "elapsed_s": round(time.perf_counter() - t0, 3), "out": str(out)}
+               "elapsed_s": round(time.perf_counter() - t0, 3), "out": str(out),
+               **({"noise": _noise_summary(noise)} if noise is not None else {})}
     if as_json:
         sys.stdout.write(json.dumps(summary) + "\n")
     else:
@@ -66,6 +83,45 @@ def tabulate(
             f"wrote {out}: {summary['rows']:,} cells ({len(cells)} cell definitions) "
             f"for {geos['block']:,} blocks and {geos['tract']:,} tracts from {n:,} persons "
             f"in {summary['elapsed_s']} s")
+        if noise is not None:
+            line = _noise_summary(noise)
+            Console(stderr=True).print(
+                f"noisy measurements: rho = {line['rho']} over {line['tables']} tables, "
+                f"sigma {line['sigma_min']:.3g} to {line['sigma_max']:.3g}, sampler "
+                f"{line['sampler']}" + (" (seeded: reproducible, not DP-hardened)"
+                                        if line["sampler"] == "numpy" else ""))
+
+
+def _noise_plan(cells: Any, rho: float | None, allocation: Path | None) -> Any:
+    """The noise of each table for --dp-rho (None: an exact release); checked before any
+    work."""
+    if rho is None:
+        return None
+    from statrecon.census.persons.noise import plan_noise, read_allocation
+
+    shares = read_allocation(allocation, cells) if allocation is not None else None
+    return plan_noise(cells, rho, shares)
+
+
+def _noisy(table: Any, plan: Any, seed: int | None) -> tuple[Any, dict[str, Any]]:
+    """The long table with noisy values, and what the release states about the noise."""
+    import numpy as np
+    import pyarrow as pa
+
+    from statrecon.census.persons.noise import add_noise
+
+    names = np.asarray(table.column("table").to_numpy(zero_copy_only=False), dtype=object)
+    values, sampler = add_noise(table.column("value").to_numpy(), names, plan, seed)
+    noisy = table.set_column(table.schema.get_field_index("value"), "value",
+                             pa.array(values, pa.int64()))
+    return noisy, {**plan.as_json(), "sampler": sampler, "seed": seed}
+
+
+def _noise_summary(noise: dict[str, Any]) -> dict[str, Any]:
+    """The noise in a line: budget, sampler and the range of the tables' scales."""
+    sigmas = [t["sigma"] for t in noise["tables"].values()]
+    return {"rho": noise["rho"], "sampler": noise["sampler"], "seed": noise["seed"],
+            "tables": len(sigmas), "sigma_min": min(sigmas), "sigma_max": max(sigmas)}
 
 
 def census_options(time_limit: float | None, certify: bool) -> Any:
@@ -97,10 +153,11 @@ def reconstruct(
 ) -> None:
     """Reconstruct every tract (CP-SAT) and certify which blocks are unique."""
     from statrecon.census.persons.release import read_release
-    from statrecon.runs.census import reconstruct_release
+    from statrecon.runs.census import reconstruct_release, require_exact
 
     check_writable(out, "--out")
     rel = read_release(release)
+    require_exact(rel)
     _check_model_sizes(rel)
     n_workers = workers or os.cpu_count() or 1
     options = census_options(time_limit, certify)

@@ -8,6 +8,7 @@ back and reconstructs without the microdata or this package's cell file.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
@@ -43,10 +44,16 @@ COLUMNS = ("level", "geoid", "table", "cell", "value")
 MAX_VALUE = {"block": 100_000, "tract": 1_000_000}
 
 
-def write_release(table: pa.Table, cells: tuple[Sf1Cell, ...], tables: str, path: Path) -> None:
-    """Write the long table with its definitions (atomically: temp file, then rename)."""
-    meta = {"format": FORMAT, "tables": tables, "digest": definitions_digest(cells),
-            "cells": [asdict(c) for c in cells]}
+def write_release(table: pa.Table, cells: tuple[Sf1Cell, ...], tables: str, path: Path,
+                  noise: dict[str, object] | None = None) -> None:
+    """Write the long table with its definitions (atomically: temp file, then rename);
+    ``noise``: what a noisy release states about its noise (``NoisePlan.as_json`` and the
+    sampler)."""
+    meta: dict[str, object] = {"format": FORMAT, "tables": tables,
+                               "digest": definitions_digest(cells),
+                               "cells": [asdict(c) for c in cells]}
+    if noise is not None:
+        meta["noise"] = noise
     table = table.replace_schema_metadata({METADATA_KEY: json.dumps(meta).encode()})
     write_atomically(path, lambda tmp: pq.write_table(table, tmp))
 
@@ -124,6 +131,21 @@ class TractTables:
 
 
 @dataclass(frozen=True)
+class ReleaseNoise:
+    """What a noisy release states about its noise: discrete Gaussian of scale
+    ``sigma[table]`` on every cell of the table, under a zCDP budget ``rho``."""
+
+    rho: float
+    sigma: dict[str, float]
+    sampler: str
+
+    @property
+    def noisy(self) -> bool:
+        """Any noise at all (rho = inf publishes the exact tables)."""
+        return any(s > 0 for s in self.sigma.values())
+
+
+@dataclass(frozen=True)
 class CensusRelease:
     """A validated release: cell definitions and the value matrices per level."""
 
@@ -135,6 +157,7 @@ class CensusRelease:
     tracts: tuple[str, ...]  # sorted tract geoids
     block_values: np.ndarray  # blocks x block cells, in definition order
     tract_values: np.ndarray  # tracts x tract cells
+    noise: ReleaseNoise | None = None  # None: exact tables
 
     @property
     def block_cells(self) -> list[Sf1Cell]:
@@ -186,19 +209,58 @@ def read_release(path: Path) -> CensusRelease:
         cells = _cells_from_meta(meta)
     except (ValueError, KeyError, TypeError, RecursionError) as e:
         raise StatreconError(f"{path}: unreadable cell definitions ({e})") from None
+    try:
+        noise = _noise_from_meta(meta.get("noise"), cells)
+    except (ValueError, TypeError) as e:
+        raise StatreconError(f"{path}: {e}") from None
     missing = [c for c in COLUMNS if c not in schema.names]
     if missing:
         raise StatreconError(f"{path}: missing column(s) {', '.join(missing)}")
-    block_values, tract_values, blocks, tracts = _values(path, cells)
+    noisy = noise is not None and noise.noisy
+    block_values, tract_values, blocks, tracts = _values(path, cells, noisy)
     try:  # P1 gives each block's population
         _total_cell([c for c in cells if c.level == "block"])
     except StatreconError as e:
         raise StatreconError(f"{path}: {e}") from None
     h = definitions_digest(cells) + ":" + _hash_values(block_values, tract_values, blocks)
     release = CensusRelease(path, cells, str(meta.get("tables", "")), h, blocks, tracts,
-                            block_values, tract_values)
-    check_identities(release)
+                            block_values, tract_values, noise)
+    if not noisy:  # noisy measurements do not add up, by design
+        check_identities(release)
     return release
+
+
+def _noise_from_meta(raw: object, cells: tuple[Sf1Cell, ...]) -> ReleaseNoise | None:
+    """The noise a release states (``census tabulate --dp-rho``), every field checked."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or raw.get("mechanism") != "discrete_gaussian":
+        raise ValueError("noise: only discrete_gaussian noise is understood")
+    rho = raw.get("rho")
+    rho = math.inf if rho == "inf" else rho
+    if isinstance(rho, bool) or not isinstance(rho, int | float) or not rho > 0:
+        raise ValueError(f"noise: rho must be a number > 0 or 'inf', got {str(rho)[:40]!r}")
+    tables = raw.get("tables")
+    if not isinstance(tables, dict):
+        raise ValueError("noise: no noise scale per table (a noisy release must state the "
+                         "sigma of every table)")
+    names = {c.table for c in cells}
+    sigma: dict[str, float] = {}
+    for name, entry in tables.items():
+        if name not in names:
+            raise ValueError(f"noise: table {str(name)[:40]!r} is not a table of the release")
+        value = entry.get("sigma") if isinstance(entry, dict) else None
+        if isinstance(value, bool) or not isinstance(value, int | float) or not (
+                math.isfinite(value) and value >= 0):
+            raise ValueError(f"noise: table {name}: sigma must be a finite number >= 0, got "
+                             f"{str(value)[:40]!r}")
+        sigma[name] = float(value)
+    left = sorted(names - set(sigma))
+    if left:
+        raise ValueError(f"noise: no sigma for table {left[0]} (a noisy release must state "
+                         "the noise scale of every table)")
+    sampler = raw.get("sampler")
+    return ReleaseNoise(float(rho), sigma, sampler if isinstance(sampler, str) else "unknown")
 
 
 def _hash_values(block_values: np.ndarray, tract_values: np.ndarray,
@@ -233,17 +295,23 @@ def _first(con: duckdb.DuckDBPyConnection, condition: str,
     return rows[0] if rows else None
 
 
-def _check_entries(path: Path, con: duckdb.DuckDBPyConnection) -> None:
-    """Every value is a whole count within what its level holds; every level is known."""
+def _check_entries(path: Path, con: duckdb.DuckDBPyConnection, noisy: bool) -> None:
+    """Every value is a whole count within what its level holds (a noisy measurement may be
+    negative); every level is known."""
     number = _NUMBER
     bad = _first(con, "value IS NULL")
     if bad:
         raise StatreconError(f"{path}: {bad[0]} {bad[1]} {bad[2]} {bad[3]}: no value")
-    bad = _first(con, f"{number} IS NULL OR NOT isfinite({number}) OR {number} < 0 "
-                      f"OR {number} <> round({number})")
+    floor = "-$floor" if noisy else "0"
+    bad = _first(con, f"{number} IS NULL OR NOT isfinite({number}) OR {number} < {floor} "
+                      f"OR {number} <> round({number})",
+                 {"floor": max(MAX_VALUE.values())} if noisy else None)
     if bad:
+        hint = ("" if noisy else " (a noisy release states its noise: make it with census "
+                "tabulate --dp-rho)")
         raise StatreconError(f"{path}: {bad[0]} {bad[1]} {bad[2]} {bad[3]}: a count must be "
-                             f"a whole number >= 0, got {bad[4]!r}")
+                             f"a whole number{'' if noisy else ' >= 0'}, got {bad[4]!r}"
+                             + hint)
     bad = _first(con, "level NOT IN ('block', 'tract') OR level IS NULL")
     if bad:
         raise StatreconError(f"{path}: unknown level {bad[0]!r} (expected block or tract)")
@@ -307,7 +375,7 @@ def _level_matrix(path: Path, con: duckdb.DuckDBPyConnection, cells: tuple[Sf1Ce
     return matrix, ids
 
 
-def _values(path: Path, cells: tuple[Sf1Cell, ...]
+def _values(path: Path, cells: tuple[Sf1Cell, ...], noisy: bool = False
             ) -> tuple[np.ndarray, np.ndarray, tuple[str, ...], tuple[str, ...]]:
     """Pivot the long table to (geographies x cells) per level, checking every entry.
 
@@ -315,7 +383,7 @@ def _values(path: Path, cells: tuple[Sf1Cell, ...]
     and cells into integer codes, so memory stays at a few numbers per published value.
     """
     con = hardened({"release": _read_columns(path)})
-    _check_entries(path, con)
+    _check_entries(path, con, noisy)
     out: list[np.ndarray] = []
     geos: list[tuple[str, ...]] = []
     for level, length in (("block", GEOID_LENGTH), ("tract", TRACT_LENGTH)):

@@ -1,0 +1,145 @@
+"""Noisy measurements of the SF1 person tables (issue 16, item 2): the budget split, the
+noise scales, the release file that states them, and the errors."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+from conftest import EXAMPLES, assert_user_error, json_of, statrecon
+
+from statrecon.census.persons.cells import person_cells, select_cells
+from statrecon.census.persons.noise import (
+    PRODUCTION_LEVEL_SHARES,
+    default_allocation,
+    plan_noise,
+    sensitivity_squared,
+)
+from statrecon.census.persons.release import METADATA_KEY, read_release
+
+SLICE = EXAMPLES / "census" / "persons_3tracts.csv"
+
+
+def test_sensitivities_count_the_cells_one_person_is_in() -> None:
+    cells = person_cells()
+    by_table = {t: [c for c in cells if c.table == t] for t in ("P1", "P12", "PCT12", "P6")}
+    # the Bureau's cell file keeps the detail cells: P12 is sex x 23 age groups (46 cells
+    # that split the persons), PCT12 sex x 103 ages; P6 tallies races, a person of six races
+    # counts six times
+    assert len(by_table["P12"]) == 46 and len(by_table["PCT12"]) == 206
+    assert sensitivity_squared(by_table["P1"]) == 1
+    assert sensitivity_squared(by_table["P12"]) == 1
+    assert sensitivity_squared(by_table["PCT12"]) == 1
+    assert sensitivity_squared(by_table["P6"]) == 6
+
+
+def test_the_default_split_spends_the_whole_budget() -> None:
+    cells = select_cells("sf1-persons")
+    shares = default_allocation(cells)
+    assert math.isclose(sum(shares.values()), 1.0)
+    level = {c.table: c.level for c in cells}
+    tract_part = sum(s for t, s in shares.items() if level[t] == "tract")
+    assert math.isclose(tract_part, PRODUCTION_LEVEL_SHARES["tract"] / (
+        PRODUCTION_LEVEL_SHARES["tract"] + PRODUCTION_LEVEL_SHARES["block"]))
+    plan = plan_noise(cells, 2.0)
+    spent = sum(n.sensitivity_squared / (2 * n.sigma ** 2) for n in plan.tables.values())
+    assert math.isclose(spent, 2.0)  # zCDP adds up over the tables
+    only_blocks = plan_noise(select_cells("P1,P12"), 1.0)
+    assert math.isclose(sum(n.share for n in only_blocks.tables.values()), 1.0)
+    assert all(n.sigma == 0 for n in plan_noise(cells, math.inf).tables.values())
+
+
+@pytest.fixture(scope="module")
+def releases(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    d = tmp_path_factory.mktemp("noise")
+    out = {"exact": d / "exact.parquet", "inf": d / "inf.parquet", "a": d / "a.parquet",
+           "b": d / "b.parquet"}
+    assert statrecon("census", "tabulate", "--persons", SLICE, "--out", out["exact"]
+                     ).returncode == 0
+    for name, rho in (("inf", "inf"), ("a", "0.5"), ("b", "0.5")):
+        proc = statrecon("census", "tabulate", "--persons", SLICE, "--out", out[name],
+                         "--dp-rho", rho, "--seed", "3", "--json")
+        assert proc.returncode == 0, proc.stderr
+    return out
+
+
+def test_noisy_values_carry_each_tables_noise(releases: dict[str, Path]) -> None:
+    exact = pq.read_table(releases["exact"]).to_pandas()
+    noisy = pq.read_table(releases["a"]).to_pandas()
+    assert (exact[["level", "geoid", "cell"]].to_numpy() == noisy[["level", "geoid", "cell"]]
+            .to_numpy()).all()
+    assert pq.read_table(releases["b"]).to_pandas()["value"].equals(noisy["value"])
+    noise = noisy["value"].to_numpy() - exact["value"].to_numpy()
+    assert (noisy["value"] < 0).any()
+    stated = read_release(releases["a"]).noise
+    assert stated is not None and stated.noisy and stated.rho == 0.5
+    assert stated.sampler == "numpy"
+    for table in ("P1", "P12", "PCT12"):
+        part = noise[(noisy["table"] == table).to_numpy()]
+        assert abs(part.std() / stated.sigma[table] - 1) < 0.1, table
+
+
+def test_rho_inf_publishes_the_exact_tables(releases: dict[str, Path]) -> None:
+    exact = read_release(releases["exact"])
+    same = read_release(releases["inf"])
+    assert same.noise is not None and not same.noise.noisy
+    assert np.array_equal(exact.block_values, same.block_values)
+    assert np.array_equal(exact.tract_values, same.tract_values)
+
+
+def test_a_noisy_release_is_not_reconstructed_as_exact(releases: dict[str, Path],
+                                                       tmp_path: Path) -> None:
+    proc = statrecon("census", "reconstruct", releases["a"], "--out", tmp_path / "r.parquet")
+    assert_user_error(proc, "noisy measurements", "rho = 0.5")
+    assert not (tmp_path / "r.parquet").exists()
+
+
+def test_bad_noise_requests(releases: dict[str, Path], tmp_path: Path) -> None:
+    out = tmp_path / "x.parquet"
+    tab = ("census", "tabulate", "--persons", SLICE, "--out", out)
+    assert_user_error(statrecon(*tab, "--dp-rho", "-1"), "--dp-rho must be > 0")
+    assert_user_error(statrecon(*tab, "--dp-rho", "0"), "--dp-rho must be > 0")
+    assert_user_error(statrecon(*tab, "--seed", "2"), "give --dp-rho")
+    alloc = tmp_path / "alloc.yaml"
+    alloc.write_text("P1: 0.5\nP12: 0.4\n")
+    assert_user_error(statrecon(*tab, "--tables", "P1,P12", "--dp-rho", "1", "--allocation",
+                                alloc), "add up to 0.9", str(alloc))
+    alloc.write_text("P1: 0.5\nP99: 0.5\n")
+    assert_user_error(statrecon(*tab, "--tables", "P1,P12", "--dp-rho", "1", "--allocation",
+                                alloc), "unknown table 'P99'")
+    alloc.write_text("P1: 1.0\n")
+    assert_user_error(statrecon(*tab, "--tables", "P1,P12", "--dp-rho", "1", "--allocation",
+                                alloc), "no share for table P12")
+    assert_user_error(statrecon(*tab, "--with-p13", "--dp-rho", "1"), "medians")
+    assert not out.exists()
+    alloc.write_text("P1: 0.25\nP12: 0.75\n")
+    proc = statrecon(*tab, "--tables", "P1,P12", "--dp-rho", "1", "--allocation", alloc,
+                     "--seed", "1", "--json")
+    assert proc.returncode == 0, proc.stderr
+    stated = read_release(out).noise
+    assert stated is not None
+    assert math.isclose(stated.sigma["P1"], math.sqrt(1 / (2 * 0.25)))
+    assert math.isclose(stated.sigma["P12"], math.sqrt(1 / (2 * 0.75)))
+    assert json_of(proc)["noise"]["rho"] == 1.0
+
+
+def test_a_noisy_release_without_its_scales_is_refused(releases: dict[str, Path],
+                                                       tmp_path: Path) -> None:
+    table = pq.read_table(releases["a"])
+    meta = json.loads(table.schema.metadata[METADATA_KEY])
+    del meta["noise"]["tables"]["P12"]
+    stripped = tmp_path / "stripped.parquet"
+    pq.write_table(table.replace_schema_metadata({METADATA_KEY: json.dumps(meta).encode()}),
+                   stripped)
+    assert_user_error(statrecon("census", "reconstruct", stripped, "--out",
+                                tmp_path / "r.parquet"), "no sigma for table P12")
+    del meta["noise"]
+    pq.write_table(table.replace_schema_metadata({METADATA_KEY: json.dumps(meta).encode()}),
+                   stripped)
+    assert_user_error(statrecon("census", "reconstruct", stripped, "--out",
+                                tmp_path / "r.parquet"), "a count must be a whole number >= 0",
+                      "--dp-rho")
