@@ -1,8 +1,8 @@
 """The fast method's second Gaussian order (``engines.suppression_portfolio``): on small linked
 tables whose candidates include zero cells, ``protect`` returns a pattern that the audit
-engine run from scratch finds protecting every primary cell, at the cost of one of the two
-orders run alone and never above the default's (the second runs only when the first was
-quick: on a loaded machine it may not); and on a fixed table offering zeros last does win.
+engine run from scratch finds protecting every primary cell, never above the cost of the
+default order run alone (the rest runs only when the first run was quick: on a loaded
+machine it may not); and on a fixed table offering zeros last does win.
 The brute-force oracle of ``test_suppression`` checks the exact method, whose optimum it
 is compared with here."""
 
@@ -50,14 +50,13 @@ def test_the_portfolio_keeps_the_cheaper_protecting_pattern(leaves: np.ndarray) 
     if not any(p.hidden):
         return
     got = protect(p, candidates=[not h for h in p.hidden], options=NONE)
-    one, two = alone(p, False), alone(p, True)
+    one = alone(p, False)
     if got.status == "infeasible":
         assert one.status == "infeasible"
         return
     assert got.status == "feasible" and protects(p, got.hidden)
     assert got.audit.all_protected and len(got.audit.cells) == sum(p.hidden)
-    assert got.cost in {r.cost for r in (one, two) if r.status == "feasible"}
-    assert got.cost <= one.cost
+    assert got.cost <= one.cost  # the swap moves may go below both orders
 
 
 def test_offering_zeros_last_wins_on_a_fixed_table(monkeypatch: pytest.MonkeyPatch) -> None:
