@@ -38,8 +38,8 @@ from statrecon.engines.suppression_fast import (
     ProtectResult,
     ProtectStatus,
     Run,
-    fast,
 )
+from statrecon.engines.suppression_portfolio import portfolio
 from statrecon.errors import StatreconError
 
 __all__ = ["METHODS", "ProtectOptions", "ProtectResult", "ProtectStatus", "protect"]
@@ -62,7 +62,7 @@ def protect(problem: IntervalProblem, *, candidates: Sequence[bool] | None = Non
         return run.result(frozenset(), "optimal", {}, note="no primary cells")
     if options.method == "exact":
         return exact(run, workers=options.workers)
-    return fast(run)
+    return portfolio(run)
 
 
 def prepare_run(problem: IntervalProblem, candidates: Sequence[bool] | None,

@@ -114,12 +114,14 @@ def suppress_order(run: Run) -> list[int]:
                   key=lambda j: (run.costs[j], p.values[j], j))
 
 
-def fast(run: Run) -> ProtectResult:
-    """Gaussian elimination, then the audit-driven repair loop (module docstring)."""
+def fast(run: Run, order: Sequence[int] | None = None) -> ProtectResult:
+    """Gaussian elimination, then the audit-driven repair loop (module docstring).
+    ``order``: the candidate cells, those to suppress first first (default
+    :func:`suppress_order`)."""
     p = run.problem
     fixed = [j for j in range(p.n_cells) if not p.hidden[j] and not run.candidates[j]]
-    secondary, _ = gauss_pattern(p.matrix, run.primaries, fixed,
-                                 list(reversed(suppress_order(run))),
+    first = suppress_order(run) if order is None else order
+    secondary, _ = gauss_pattern(p.matrix, run.primaries, fixed, list(reversed(first)),
                                  lambda d, t: run.progress("gauss", d, t),
                                  expired=lambda: run.deadline.expired)
     if run.deadline.expired:

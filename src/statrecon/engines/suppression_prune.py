@@ -18,7 +18,7 @@ those witnesses reach (the LP optimum may have moved inward, not past them).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
 
@@ -62,8 +62,7 @@ def prune(prep: Prepared, audits: dict[int, CellAudit], order: Sequence[int],
     ``prep``'s pattern or a part of it) stays proven protected. Stops at ``deadline`` with
     what was published so far."""
     p = prep.problem
-    pruner = _Pruner(prep, audits, deadline)
-    proofs = pruner.proofs
+    pruner = Pruner(prep, audits, deadline)
     published: list[int] = []
     for s in order:
         if deadline.expired:
@@ -72,21 +71,25 @@ def prune(prep: Prepared, audits: dict[int, CellAudit], order: Sequence[int],
             published.append(s)
     gone = frozenset(published)
     suppressed = frozenset(j for j in range(p.n_cells) if p.hidden[j] and j not in gone)
-    out = {i: _final_audit(prep, pr) for i, pr in proofs.items()}
-    return Pruned(suppressed, out, tuple(published))
+    return Pruned(suppressed, pruner.audits(), tuple(published))
 
 
-class _Pruner:
+class Pruner:
     """Which primary cells each suppressed cell's publication would disturb, and one
-    least-change mover per component, built when first needed."""
+    least-change mover per component, built when first needed. ``held``: suppressed cells
+    of ``prep``'s pattern treated as published from the start (no witness moves them;
+    :meth:`release` suppresses one after all, as :mod:`.suppression_improve` asks)."""
 
-    def __init__(self, prep: Prepared, audits: dict[int, CellAudit], deadline: Deadline
-                 ) -> None:
+    def __init__(self, prep: Prepared, audits: dict[int, CellAudit], deadline: Deadline,
+                 held: Iterable[int] = ()) -> None:
         self.prep = prep
         self.users: dict[int, set[int]] = {}
         self.fragile: dict[int, set[int]] = {}  # component -> primaries with uses None
         self.movers: dict[int, Mover | None] = {}
         self.gone: dict[int, set[int]] = {}  # component -> local cells published
+        for c in held:
+            ci = prep.component_of[c]
+            self.gone.setdefault(ci, set()).add(prep.components[ci].local[c])
         self.members: dict[int, list[int]] = {}  # component -> its primary cells
         for i in audits:
             self.members.setdefault(prep.component_of[i], []).append(i)
@@ -153,6 +156,31 @@ class _Pruner:
             self.proofs[i] = new
             self._index(i, new)
         return True
+
+    def release(self, c: int) -> bool:
+        """Let witnesses move held cell ``c`` from now on (it is suppressed again). False:
+        its component has no mover, so nothing would use it."""
+        ci = self.prep.component_of[c]
+        mover = self._mover(ci)
+        if mover is None:
+            return False
+        local = self.prep.components[ci].local[c]
+        mover.free(local)
+        self.gone[ci].discard(local)
+        return True
+
+    def hold(self, c: int) -> None:
+        """Undo :meth:`release` (only while no proof moves ``c``: none changed since)."""
+        ci = self.prep.component_of[c]
+        local = self.prep.components[ci].local[c]
+        mover = self.movers.get(ci)
+        if mover is not None:
+            mover.fix(local)
+        self.gone.setdefault(ci, set()).add(local)
+
+    def audits(self) -> dict[int, CellAudit]:
+        """The audit of every primary cell under the pattern as it stands."""
+        return {i: _final_audit(self.prep, pr) for i, pr in self.proofs.items()}
 
     def _mover(self, ci: int) -> Mover | None:
         if ci not in self.movers:
