@@ -44,7 +44,7 @@ CENSUS_COMPARE = {
     "blocks_certified_unique_binned", "persons_in_certified_binned_blocks",
     "certified_binned_blocks_mismatched", "blocks_not_reconstructed", "blocks_not_in_truth",
     "truth_blocks_left_out", "truth_tracts_left_out", "truth_persons_left_out", "seed",
-    "scores", "baselines",
+    "scores", "baselines", "precision_at_k", "precision_at_k_binned", "precision_curve",
 }
 CENSUS_SCORES = {
     "persons", "guessed", "agreement_exact", "agreement_binned", "unique_rows",

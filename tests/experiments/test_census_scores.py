@@ -12,8 +12,10 @@ from hypothesis import strategies as st
 from statrecon.experiments.census_scores import (
     KEY,
     block_majority,
+    matched_in_rank_order,
     modal_origin,
     precision,
+    precision_at_k,
     scores,
     tract_draw,
 )
@@ -118,3 +120,39 @@ def test_the_truth_scored_against_itself_is_perfect(
     assert sum(r["blocks"] for r in got["by_block_size"]) == len(sizes)
     assert np.isclose(sum(r["agreement_exact"] * r["persons"] for r in got["by_block_size"]),
                       len(truth))
+
+
+def test_ranked_copies_pair_first_and_precision_counts_the_top() -> None:
+    truth = persons([("1000", "F", 30, 1, False), ("1000", "M", 40, 2, True)])
+    guess = persons([("1000", "F", 30, 1, False), ("1000", "F", 30, 1, False),
+                     ("1000", "M", 41, 2, True), ("1000", "M", 50, 3, False)])
+    guess["score"] = [0.9, 0.2, 0.6, 0.1]
+    # one true F30: the 0.9 copy pairs, the 0.2 copy does not; M41 is not M40
+    assert matched_in_rank_order(truth, guess).tolist() == [True, False, False, False]
+    got = precision_at_k(truth, guess, BINS, seed=0)
+    assert got is not None
+    # ranked 0.9 (hit), 0.6 (miss), 0.2 (miss), 0.1 (miss): top 25% = 1 person
+    assert got["exact"]["25%"] == 1.0 and got["exact"]["50%"] == 0.5
+    assert got["exact"]["100%"] == 0.25
+    # binned (18-64): M41 pairs with M40 too
+    assert got["binned"]["50%"] == 1.0 and got["binned"]["100%"] == 0.5
+    assert got["curve_exact"][-1] == [4, 0.25]
+    guess["score"] = np.nan
+    assert precision_at_k(truth, guess, BINS, seed=0) is None
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["1000", "1001"]), st.sampled_from(["F", "M"]),
+                          st.integers(0, 3), st.integers(1, 2), st.booleans()),
+                min_size=1, max_size=20),
+       st.lists(st.floats(0, 1), min_size=20, max_size=20))
+def test_precision_at_all_equals_agreement_over_the_guess(
+        rows: list[tuple[str, str, int, int, bool]], raw_scores: list[float]) -> None:
+    """Whatever the scores, the top 100% pairs exactly as the unranked multiset match."""
+    truth = persons(rows[: max(1, len(rows) // 2)])
+    guess = persons(rows)
+    guess["score"] = raw_scores[: len(guess)]
+    got = precision_at_k(truth, guess, BINS, seed=1)
+    assert got is not None
+    pairs = scores(truth, guess, BINS)["agreement_exact"] * len(truth)
+    assert got["exact"]["100%"] == pytest.approx(pairs / len(guess))

@@ -124,14 +124,14 @@ def _noise_summary(noise: dict[str, Any]) -> dict[str, Any]:
             "tables": len(sigmas), "sigma_min": min(sigmas), "sigma_max": max(sigmas)}
 
 
-def census_options(time_limit: float | None, certify: bool) -> Any:
+def census_options(time_limit: float | None, certify: bool, rank: int = 0) -> Any:
     """``--time-limit``: None keeps the engine's default per tract, ``inf`` lifts it."""
     from statrecon.engines.census import CensusOptions
 
     if time_limit is None:
-        return CensusOptions(certify=certify)
+        return CensusOptions(certify=certify, samples=rank)
     return CensusOptions(time_limit=None if math.isinf(time_limit) else time_limit,
-                         certify=certify)
+                         certify=certify, samples=rank)
 
 
 @census_app.command()
@@ -148,10 +148,14 @@ def reconstruct(
              "'unknown', never certified. Default 600; 'inf' for none.")] = None,
     certify: Annotated[bool, typer.Option(help="Certify per-block uniqueness and certain "
                                           "persons.")] = True,
+    rank: Annotated[int, typer.Option(
+        min=0, help="Score every reconstructed person by how often it appears in this many "
+                    "other consistent datasets (random objectives); 0: no scores.")] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable summary.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress on stderr.")] = False,
 ) -> None:
-    """Reconstruct every tract (CP-SAT) and certify which blocks are unique."""
+    """Reconstruct every tract (CP-SAT) and certify which blocks are unique; with --rank K,
+    score each person by its share of K other consistent datasets."""
     from statrecon.census.persons.release import read_release
     from statrecon.runs.census import reconstruct_release, require_exact
 
@@ -160,7 +164,7 @@ def reconstruct(
     require_exact(rel)
     _check_model_sizes(rel)
     n_workers = workers or os.cpu_count() or 1
-    options = census_options(time_limit, certify)
+    options = census_options(time_limit, certify, rank)
     err = Console(stderr=True)
     with run_bar("tracts", "persons", quiet=quiet) as progress:
         summary = reconstruct_release(rel, out, workers=n_workers, executor=executor,
@@ -261,7 +265,7 @@ def compare(
     table.add_column("measure")
     table.add_column("value", justify="right")
     for key, value in result.items():
-        if isinstance(value, dict | list):
+        if value is None or isinstance(value, dict | list):
             continue
         table.add_row(key, f"{value:.4f}" if isinstance(value, float) else f"{value:,}")
     output_console().print(table)
@@ -330,7 +334,17 @@ def _score_tables(result: dict[str, Any]) -> list[Table]:
         sizes.add_row(size, f"{row['blocks']:,}", *(
             f"{rows[n][size]['agreement_exact']:.3f} / {rows[n][size]['agreement_binned']:.3f}"
             if size in rows[n] else "–" for n in guesses))
-    return [table, sizes]
+    out = [table, sizes]
+    if result["precision_at_k"] is not None:
+        ranked = Table(title="Precision of the top-scored")
+        ranked.add_column("top")
+        ranked.add_column("exact age", justify="right")
+        ranked.add_column("age groups", justify="right")
+        for share, value in result["precision_at_k"].items():
+            ranked.add_row(share, f"{value:.4f}",
+                           f"{result['precision_at_k_binned'][share]:.4f}")
+        out.append(ranked)
+    return out
 
 
 def _shown(value: Any) -> str:

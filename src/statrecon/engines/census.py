@@ -38,6 +38,7 @@ from statrecon.census.persons.cells import (
 )
 from statrecon.census.persons.identities import group_sizes
 from statrecon.census.persons.release import TractTables
+from statrecon.engines.census_rank import copy_scores, draw_samples
 from statrecon.engines.cpsat import Deadline, found, new_solver
 
 
@@ -96,6 +97,7 @@ class CensusOptions:
     time_limit: float | None = DEFAULT_TRACT_TIME_LIMIT  # per tract, solve and certify
     seed: int = 0
     certify: bool = True
+    samples: int = 0  # consistent datasets drawn to score each person (0: no scores)
 
 
 @dataclass(frozen=True)
@@ -114,6 +116,7 @@ class BlockResult:
     unique: bool | None
     certain_binned: int
     unique_binned: bool | None
+    scores: np.ndarray | None = None  # per record: its share of the samples (census_rank)
 
     @property
     def persons(self) -> int:
@@ -136,6 +139,8 @@ class TractResult:
     certify_s: float = 0.0
     certify_rounds: int = 0
     conflict: tuple[str, ...] = field(default_factory=tuple)  # cells, for "infeasible"
+    samples: int = 0  # consistent datasets drawn for the scores
+    sample_s: float = 0.0
 
     @property
     def persons(self) -> int:
@@ -552,6 +557,44 @@ def _certify(m: _Model, groups: list[np.ndarray], bound: np.ndarray, options: Ce
     return bound, True, rounds
 
 
+def _block_results(tables: TractTables, m: _Model, first: np.ndarray,
+                   least: np.ndarray | None, binned_block: np.ndarray,
+                   scores: np.ndarray | None) -> list[BlockResult]:
+    """Each block's persons (``first``), what certification proved (``least``: the least
+    counts of the used variables, then of the binned groups; None when not proven) and the
+    persons' scores (one per copy, in variable order)."""
+    used = np.flatnonzero(first > 0)
+    proven = least is not None
+    strict_least = least[:len(used)] if least is not None else None
+    binned_least = least[len(used):] if least is not None else None
+    score_at = np.concatenate([[0], np.cumsum(first[used])])  # copies before each variable
+    blocks: list[BlockResult] = []
+    for b, block in enumerate(tables.blocks):
+        mine = m.block_of[used] == b
+        # variables are ordered by block, then cell: a block's copies are one run, in the
+        # order of its sorted records
+        where = np.flatnonzero(mine)
+        block_scores = None if scores is None else (
+            scores[score_at[where[0]]:score_at[where[-1] + 1]] if len(where)
+            else np.zeros(0))
+        records = np.repeat(m.cell_of[used][mine], first[used][mine])
+        certain = np.repeat(m.cell_of[used][mine], strict_least[mine]) \
+            if strict_least is not None else np.zeros(0, dtype=np.int64)
+        n = int(tables.block_values[b, 0])
+        certain_binned = int(binned_least[binned_block == b].sum()) \
+            if binned_least is not None else 0
+        blocks.append(BlockResult(
+            block=block,
+            records=np.sort(records),
+            certain=np.sort(certain),
+            unique=(len(certain) == n) if proven else None,
+            certain_binned=certain_binned,
+            unique_binned=(certain_binned == n) if proven else None,
+            scores=block_scores,
+        ))
+    return blocks
+
+
 def reconstruct_tract(tables: TractTables, mats: CellMatrices,
                       options: CensusOptions | None = None) -> TractResult:
     """Reconstruct one tract and certify each of its blocks."""
@@ -599,25 +642,13 @@ def reconstruct_tract(tables: TractTables, mats: CellMatrices,
     else:
         least, proven = np.zeros_like(bound), False
     certify_s = time.perf_counter() - t1
-    n_strict = len(used)
-    strict_least, binned_least = least[:n_strict], least[n_strict:]
-
-    blocks: list[BlockResult] = []
+    t2 = time.perf_counter()
+    samples = draw_samples(m.model, m.x, first, options.samples, options.seed, end) \
+        if options.samples else []
+    sample_s = time.perf_counter() - t2
+    scores = copy_scores(first, samples) if options.samples else None
     binned_block = (keys[binned_used] // GRID_SIZE).astype(np.int64)
-    for b, block in enumerate(tables.blocks):
-        mine = m.block_of[used] == b
-        records = np.repeat(m.cell_of[used][mine], first[used][mine])
-        certain = np.repeat(m.cell_of[used][mine], strict_least[mine]) if proven else \
-            np.zeros(0, dtype=np.int64)
-        n = int(tables.block_values[b, 0])
-        certain_binned = int(binned_least[binned_block == b].sum()) if proven else 0
-        blocks.append(BlockResult(
-            block=block,
-            records=np.sort(records),
-            certain=np.sort(certain),
-            unique=(len(certain) == n) if proven else None,
-            certain_binned=certain_binned,
-            unique_binned=(certain_binned == n) if proven else None,
-        ))
+    blocks = _block_results(tables, m, first, least if proven else None, binned_block, scores)
     return TractResult(tables.tract, "ok" if proven or not options.certify else "unknown",
-                       tuple(blocks), certify_s=certify_s, certify_rounds=rounds, **info)
+                       tuple(blocks), certify_s=certify_s, certify_rounds=rounds,
+                       samples=len(samples), sample_s=sample_s, **info)

@@ -26,6 +26,7 @@ from statrecon.experiments.census_scores import (
     binned,
     block_majority,
     matched_per_block,
+    precision_at_k,
     scores,
     tract_draw,
 )
@@ -236,7 +237,19 @@ def compare(truth_path: Path, recon_path: Path, *, seed: int = 0, strict: bool =
         "seed": seed,
         "scores": scores(loaded.truth, loaded.recon, loaded.bins),
         "baselines": _baselines(loaded, seed, microdata),
+        **_ranked(loaded, seed),
     }
+
+
+def _ranked(loaded: _Loaded, seed: int) -> dict[str, Any]:
+    """Precision of the top-scored persons (``census reconstruct --rank K``); None without
+    scores."""
+    ranked = precision_at_k(loaded.truth, loaded.recon, loaded.bins, seed)
+    if ranked is None:
+        return {"precision_at_k": None, "precision_at_k_binned": None, "precision_curve": None}
+    return {"precision_at_k": ranked["exact"], "precision_at_k_binned": ranked["binned"],
+            "precision_curve": {"exact": ranked["curve_exact"],
+                                "binned": ranked["curve_binned"]}}
 
 
 def _baselines(loaded: _Loaded, seed: int, microdata: Path | None) -> dict[str, Any]:

@@ -23,6 +23,7 @@ block's persons the block's most common race/origin and a sex and age drawn from
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -144,4 +145,42 @@ def block_majority(published: pd.DataFrame, seed: int) -> pd.DataFrame:
     modal = modal_origin(published).reindex(out["block"])
     out["race"] = modal["race"].to_numpy()
     out["hispanic"] = modal["hispanic"].to_numpy()
+    return out
+
+
+TOP_SHARES = (1, 5, 10, 25, 50, 100)  # percent of the ranked persons
+
+
+def matched_in_rank_order(truth: pd.DataFrame, guess: pd.DataFrame) -> np.ndarray:
+    """Per guessed person: does it pair with a true person, the higher-scored copies of a
+    (block, person type) pairing first (``guess`` has a ``score`` column)?"""
+    order = np.argsort(-guess["score"].to_numpy(dtype=float), kind="stable")
+    ranked = guess.iloc[order]
+    position = ranked.groupby(["block", *KEY], observed=True).cumcount().to_numpy()
+    have = truth.groupby(["block", *KEY], observed=True).size().rename("have")
+    have_of = ranked[["block", *KEY]].merge(have, left_on=["block", *KEY], right_index=True,
+                                            how="left")["have"].fillna(0).to_numpy()
+    matched = np.empty(len(guess), dtype=bool)
+    matched[order] = position < have_of
+    return matched
+
+
+def precision_at_k(truth: pd.DataFrame, guess: pd.DataFrame, bins: list[int], seed: int
+                   ) -> dict[str, Any] | None:
+    """Precision of the top k% of guessed persons by score (exact and binned age), ties in
+    a seeded random order, and the whole curve; None when the guess carries no scores."""
+    if "score" not in guess or len(guess) == 0 or guess["score"].isna().all():
+        return None
+    scores = guess["score"].to_numpy(dtype=float)
+    rng = np.random.default_rng(seed)
+    order = np.lexsort((rng.permutation(len(guess)), -np.nan_to_num(scores, nan=-1.0)))
+    out: dict[str, Any] = {}
+    for name, t, g in (("exact", truth, guess),
+                       ("binned", binned(truth, bins), binned(guess, bins))):
+        hits = matched_in_rank_order(t, g)[order]
+        running = np.cumsum(hits) / np.arange(1, len(hits) + 1)
+        out[name] = {f"{k}%": float(running[max(1, math.ceil(len(hits) * k / 100)) - 1])
+                     for k in TOP_SHARES}
+        points = np.unique(np.linspace(1, len(hits), num=min(len(hits), 200)).astype(int))
+        out[f"curve_{name}"] = [[int(n), float(running[n - 1])] for n in points]
     return out

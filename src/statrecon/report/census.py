@@ -210,6 +210,26 @@ def _match_plot(by_size: pd.DataFrame) -> bytes | None:
     return _png(fig)
 
 
+def _ranking_plot(curve: dict[str, list[list[float]]]) -> bytes | None:
+    """Precision of the top-n scored persons against n, exact and binned age; the last point
+    is the average row."""
+    if not curve.get("exact"):
+        return None
+    fig, (ax,) = agg_figure(1, 5.2, 4.0)
+    for name, label in (("exact", "exact age"), ("binned", "age groups")):
+        points = np.asarray(curve[name], dtype=float)
+        total = points[-1, 0]
+        ax.plot(100 * points[:, 0] / total, points[:, 1], label=label)
+        ax.axhline(points[-1, 1], linestyle=":", color="grey")
+    ax.set_xlabel("top share of the reconstructed persons, by score (%)")
+    ax.set_ylabel("share that are true persons")
+    ax.set_ylim(0, 1.05)
+    ax.grid(alpha=0.3)
+    ax.set_title("precision of the ranked persons (dotted: the average row)", fontsize=10)
+    fig.legend(loc="outside upper center", ncols=2, fontsize=9)
+    return _png(fig)
+
+
 # --------------------------------------------------------------------------- sections
 
 
@@ -342,16 +362,24 @@ def _truth_section(truth: TruthScores) -> str:
     others = _table(["measure", "value"],
                     [(LABELS.get(k, k), _rate(v) if k.endswith("_rate") else v)
                      for k, v in summary.items()
-                     if k not in paired and not isinstance(v, dict | list)])
+                     if k not in paired and v is not None and not isinstance(v, dict | list)])
     by_size = _matches_by_size(scores)
     caption = ("Share of true persons matched by a reconstructed person of the same block, by "
                "block population; grey: the baseline, which draws every person at random "
                "from its tract's own distribution.")
+    ranked = ""
+    if summary.get("precision_curve"):
+        ranked = _figure_html(
+            _ranking_plot(summary["precision_curve"]), "precision of the ranked persons",
+            "Each reconstructed person is scored by its share of other consistent datasets "
+            "that hold it (census reconstruct --rank K); the curve is the share of the "
+            "top-scored persons that are true persons.")
     return (f"<h2>Against the true persons ({_e(truth.truth_name)})</h2>"
             f"<p>{_num(summary['persons'])} true persons in {_num(summary['blocks'])} blocks. "
             f"Exact match: same sex, single-year age, race combination and Hispanic origin."
             f"</p>" + pairs + others
-            + _figure_html(_match_plot(by_size), "match rate by block size", caption))
+            + _figure_html(_match_plot(by_size), "match rate by block size", caption)
+            + ranked)
 
 
 def _tract_section(blocks: pd.DataFrame, meta: dict[str, Any]) -> str:

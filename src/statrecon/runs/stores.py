@@ -62,7 +62,8 @@ class UnitStore(Protocol):
 
 PERSON = pa.struct([("sex", pa.string()), ("age", pa.int16())]
                    + [(r, pa.bool_()) for r in RACES]
-                   + [("hispanic", pa.bool_()), ("certain", pa.bool_())])
+                   + [("hispanic", pa.bool_()), ("certain", pa.bool_()),
+                      ("score", pa.float32())])
 SCHEMA = pa.schema([
     ("tract", pa.string()), ("block", pa.string()), ("status", pa.string()),
     ("persons", pa.int32()), ("unique", pa.bool_()), ("certain_persons", pa.int32()),
@@ -71,21 +72,23 @@ SCHEMA = pa.schema([
 ])
 
 
-def decode_persons(records: np.ndarray, certain: np.ndarray) -> list[dict[str, Any]]:
+def decode_persons(records: np.ndarray, certain: np.ndarray,
+                   scores: np.ndarray | None = None) -> list[dict[str, Any]]:
     """Attribute-cell indices -> person dicts; the first k copies of a cell that is certain k
-    times are flagged certain."""
+    times are flagged certain; ``scores[i]`` (when drawn) is record i's sample share."""
     g = attribute_grid()
     left = dict(zip(*np.unique(certain, return_counts=True), strict=True)) if len(certain) \
         else {}
     out = []
-    for c in records.tolist():
+    for at, c in enumerate(records.tolist()):
         race = int(g.race[c])
         flag = left.get(c, 0) > 0
         if flag:
             left[c] -= 1
         person: dict[str, Any] = {"sex": SEXES[int(g.sex[c])], "age": int(g.age[c])}
         person.update({r: bool((race >> i) & 1) for i, r in enumerate(RACES)})
-        person.update(hispanic=bool(g.hispanic[c]), certain=flag)
+        person.update(hispanic=bool(g.hispanic[c]), certain=flag,
+                      score=None if scores is None else float(scores[at]))
         out.append(person)
     return out
 
@@ -105,11 +108,12 @@ def tract_table(result: TractResult, blocks: tuple[str, ...]) -> pa.Table:
         rows["certain_persons"].append(len(b.certain) if b and proven else None)
         rows["unique_binned"].append(b.unique_binned if b else None)
         rows["certain_persons_binned"].append(b.certain_binned if b and proven else None)
-        rows["records"].append(decode_persons(b.records, b.certain) if b else None)
+        rows["records"].append(decode_persons(b.records, b.certain, b.scores) if b else None)
     summary = {"status": result.status, "variables": result.variables,
                "constraints": result.constraints, "solve_s": round(result.solve_s, 4),
                "certify_s": round(result.certify_s, 4), "certify_rounds": result.certify_rounds,
-               "conflict": list(result.conflict)}
+               "conflict": list(result.conflict), "samples": result.samples,
+               "sample_s": round(result.sample_s, 4)}
     return pa.table(rows, schema=SCHEMA).replace_schema_metadata(
         {META_KEY: json.dumps({"tracts": {result.tract: summary}}).encode()})
 

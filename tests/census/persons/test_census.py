@@ -7,6 +7,7 @@ blocks of the Bureau's file) keeps these tests fast; the whole file is for `make
 from __future__ import annotations
 
 import csv
+import json
 import os
 import signal
 import subprocess
@@ -30,6 +31,7 @@ from statrecon.census.persons.cells import (
     select_cells,
 )
 from statrecon.census.persons.microdata import load_persons
+from statrecon.runs.stores import META_KEY
 
 SLICE = EXAMPLES / "census" / "persons_3tracts.csv"
 
@@ -143,6 +145,42 @@ def test_compare_scores_the_baselines_and_a_microdata_file(built: dict[str, Path
     shown = statrecon("census", "compare", "--truth", SLICE, "--recon", built["recon"],
                       "--quiet")
     assert shown.returncode == 0 and "block majority" in shown.stdout
+
+
+def test_ranked_reconstruction_scores_every_person(built: dict[str, Path]) -> None:
+    """--rank K: every person gets its share of K other consistent datasets; a person the
+    certification proves present is in all of them, and the ranking beats the average row."""
+    ranked = built["dir"] / "ranked.parquet"
+    proc = statrecon("census", "reconstruct", built["release"], "--out", ranked, "--rank",
+                     "12", "--workers", "2", "--json")
+    assert proc.returncode == 0, proc.stderr
+    table = pq.read_table(ranked)
+    meta = json.loads(table.schema.metadata[META_KEY])
+    assert all(t["samples"] == 12 for t in meta["tracts"].values())
+    people = [(b, p) for b, recs in zip(table["block"].to_pylist(),
+                                        table["records"].to_pylist(), strict=True)
+              for p in recs]
+    assert people and all(0.0 <= p["score"] <= 1.0 for _, p in people)
+    assert all(p["score"] == 1.0 for _, p in people if p["certain"])
+    assert any(p["score"] < 1.0 for _, p in people)
+    last: dict[tuple[object, ...], float] = {}  # copies of one type: scores do not rise
+    for block, p in people:
+        key = (block, p["sex"], p["age"], *(p[r] for r in RACES), p["hispanic"])
+        assert p["score"] <= last.get(key, 1.0)
+        last[key] = p["score"]
+    r = json_of(statrecon("census", "compare", "--truth", SLICE, "--recon", ranked, "--json"))
+    top, everyone = r["precision_at_k"]["25%"], r["precision_at_k"]["100%"]
+    assert everyone == pytest.approx(r["exact_match_rate"] * 920 / r["scores"]["guessed"])
+    assert top > everyone
+    assert r["precision_at_k_binned"]["100%"] == 1.0
+    unranked = json_of(statrecon("census", "compare", "--truth", SLICE, "--recon",
+                                 built["recon"], "--json"))
+    assert unranked["precision_at_k"] is None and unranked["precision_curve"] is None
+    shown = statrecon("census", "compare", "--truth", SLICE, "--recon", ranked)
+    assert shown.returncode == 0 and "top-scored" in shown.stdout
+    html = built["dir"] / "ranked.html"
+    assert statrecon("census", "report", ranked, "--out", html, "--truth", SLICE).returncode == 0
+    assert "precision of the ranked persons" in html.read_text()
 
 
 def test_compare_scores_a_known_perturbation(built: dict[str, Path], tmp_path: Path) -> None:
