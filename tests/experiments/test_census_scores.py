@@ -156,3 +156,13 @@ def test_precision_at_all_equals_agreement_over_the_guess(
     assert got is not None
     pairs = scores(truth, guess, BINS)["agreement_exact"] * len(truth)
     assert got["exact"]["100%"] == pytest.approx(pairs / len(guess))
+
+
+def test_certain_persons_rank_first_among_equal_scores() -> None:
+    truth = persons([("1000", "F", 30, 1, False)])
+    guess = persons([("1000", "M", 60, 2, True), ("1000", "F", 30, 1, False)])
+    guess["score"] = [1.0, 1.0]
+    guess["certain"] = [False, True]
+    for seed in range(8):
+        got = precision_at_k(truth, guess, BINS, seed=seed)
+        assert got is not None and got["exact"]["50%"] == 1.0

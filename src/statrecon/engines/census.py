@@ -643,7 +643,7 @@ def reconstruct_tract(tables: TractTables, mats: CellMatrices,
         least, proven = np.zeros_like(bound), False
     certify_s = time.perf_counter() - t1
     t2 = time.perf_counter()
-    samples = draw_samples(m.model, m.x, first, options.samples, options.seed, end) \
+    samples = draw_samples(m.model, m.x, options.samples, options.seed, end) \
         if options.samples else []
     sample_s = time.perf_counter() - t2
     scores = copy_scores(first, samples) if options.samples else None

@@ -167,13 +167,17 @@ def matched_in_rank_order(truth: pd.DataFrame, guess: pd.DataFrame) -> np.ndarra
 
 def precision_at_k(truth: pd.DataFrame, guess: pd.DataFrame, bins: list[int], seed: int
                    ) -> dict[str, Any] | None:
-    """Precision of the top k% of guessed persons by score (exact and binned age), ties in
-    a seeded random order, and the whole curve; None when the guess carries no scores."""
+    """Precision of the top k% of guessed persons by score (exact and binned age), and the
+    whole curve; None when the guess carries no scores. Among equal scores, persons proven
+    certain (a ``certain`` column) come first, then a seeded random order."""
     if "score" not in guess or len(guess) == 0 or guess["score"].isna().all():
         return None
     scores = guess["score"].to_numpy(dtype=float)
+    certain = guess["certain"].to_numpy(dtype=bool) if "certain" in guess else \
+        np.zeros(len(guess), dtype=bool)
     rng = np.random.default_rng(seed)
-    order = np.lexsort((rng.permutation(len(guess)), -np.nan_to_num(scores, nan=-1.0)))
+    order = np.lexsort((rng.permutation(len(guess)), ~certain,
+                        -np.nan_to_num(scores, nan=-1.0)))
     out: dict[str, Any] = {}
     for name, t, g in (("exact", truth, guess),
                        ("binned", binned(truth, bins), binned(guess, bins))):
