@@ -303,18 +303,10 @@ def report(
     Console(stderr=True).print(f"wrote {out}")
 
 
-SCORE_ROWS = (("agreement, exact age", "agreement_exact"),
-              ("agreement, binned age", "agreement_binned"),
-              ("block uniques guessed", "unique_rows"),
-              ("precision on uniques, exact age", "precision_unique"),
-              ("precision on uniques, binned age", "precision_unique_binned"),
-              ("non-modal uniques guessed", "nonmodal_unique_rows"),
-              ("precision on non-modal uniques, exact age", "precision_nonmodal"),
-              ("precision on non-modal uniques, binned age", "precision_nonmodal_binned"))
-
-
 def _score_tables(result: dict[str, Any]) -> list[Table]:
     """The reconstruction's measures beside each baseline's, and agreement by block size."""
+    from statrecon.report.census import SCORE_ROWS
+
     guesses = {"reconstruction": result["scores"], **result["baselines"]}
     table = Table(title="The reconstruction beside the baselines (they know only what the "
                   "release publishes; microdata: the persons file given with --microdata)")

@@ -340,6 +340,16 @@ LABELS = {
     "blocks_not_in_truth": "reconstructed blocks absent from the truth",
     "seed": "seed of the random baseline",
 }
+# The measures of ``experiments.census_scores`` shown for the reconstruction and each baseline.
+SCORE_ROWS = (("agreement, exact age", "agreement_exact"),
+              ("agreement, binned age", "agreement_binned"),
+              ("block uniques guessed", "unique_rows"),
+              ("precision on uniques, exact age", "precision_unique"),
+              ("precision on uniques, binned age", "precision_unique_binned"),
+              ("non-modal uniques guessed", "nonmodal_unique_rows"),
+              ("precision on non-modal uniques, exact age", "precision_nonmodal"),
+              ("precision on non-modal uniques, binned age", "precision_nonmodal_binned"))
+
 PAIRS = [("exact match rate", "exact_match_rate", "baseline_exact_match_rate"),
          ("age within 1 year", "age_within_1_rate", "baseline_age_within_1_rate")]
 
@@ -351,6 +361,37 @@ class TruthScores:
     truth_name: str  # the true persons file's name, shown on the page
     summary: dict[str, Any]  # ``census_match.compare``: rates beside the baseline
     scores: pd.DataFrame  # ``census_match.block_scores``: one row per true block
+
+
+def _guesses_html(summary: dict[str, Any]) -> str:
+    """The reconstruction's agreement and precision beside each baseline's (when the
+    summary carries them), then agreement by block size."""
+    if "scores" not in summary:
+        return ""
+    guesses = {"reconstruction": summary["scores"], **summary.get("baselines", {})}
+    names = [n.replace("_", " ") for n in guesses]
+
+    def shown(value: Any) -> str:
+        if value is None:
+            return "–"
+        return _rate(value) if isinstance(value, float) else _num(value)
+
+    table = _table(["measure", *names], [(label, *(shown(g[key]) for g in guesses.values()))
+                                         for label, key in SCORE_ROWS])
+    rows = {n: {r["size"]: r for r in g["by_block_size"]} for n, g in guesses.items()}
+    sizes = _table(["persons per block", "blocks", *names], [
+        (row["size"], _num(row["blocks"]), *(
+            f"{_rate(rows[n][row['size']]['agreement_exact'])} / "
+            f"{_rate(rows[n][row['size']]['agreement_binned'])}"
+            if row["size"] in rows[n] else "–" for n in guesses))
+        for row in summary["scores"]["by_block_size"]])
+    return ("<h3>Beside the baselines</h3><p class=\"note\">Block majority: each block's "
+            "published persons given its most common race/origin, sex and age drawn from the "
+            "tract; tract draw: each person drawn from the tract's joint distribution; "
+            "microdata: a persons file scored as if it were a reconstruction. Precision: of the "
+            "persons a guess makes unique in their block (sex, age group, race, origin), the "
+            "share found in the true block.</p>" + table
+            + "<h3>Agreement by block size (exact / binned age)</h3>" + sizes)
 
 
 def _truth_section(truth: TruthScores) -> str:
@@ -379,7 +420,7 @@ def _truth_section(truth: TruthScores) -> str:
             f"Exact match: same sex, single-year age, race combination and Hispanic origin."
             f"</p>" + pairs + others
             + _figure_html(_match_plot(by_size), "match rate by block size", caption)
-            + ranked)
+            + _guesses_html(summary) + ranked)
 
 
 def _tract_section(blocks: pd.DataFrame, meta: dict[str, Any]) -> str:

@@ -180,7 +180,9 @@ def test_ranked_reconstruction_scores_every_person(built: dict[str, Path]) -> No
     assert shown.returncode == 0 and "top-scored" in shown.stdout
     html = built["dir"] / "ranked.html"
     assert statrecon("census", "report", ranked, "--out", html, "--truth", SLICE).returncode == 0
-    assert "precision of the ranked persons" in html.read_text()
+    page = html.read_text()
+    assert "precision of the ranked persons" in page
+    assert "Beside the baselines" in page and "block majority" in page
 
 
 def test_compare_scores_a_known_perturbation(built: dict[str, Path], tmp_path: Path) -> None:
