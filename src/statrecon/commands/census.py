@@ -212,6 +212,41 @@ def _check_model_sizes(rel: Any) -> None:
                                  "more tables (their zeros prune it) or split the tract")
 
 
+@census_app.command()
+def certain(
+    release: Annotated[Path, typer.Argument(help="Noisy release from `census tabulate "
+                                            "--dp-rho`.")],
+    out: Annotated[Path, typer.Option(help="Certain persons to write (Parquet).")],
+    delta: Annotated[float, typer.Option(help="Failure probability: every claim holds "
+                                         "together with probability >= 1 - delta.")] = 0.05,
+    time_limit: Annotated[float, typer.Option(min=0.001, help="Solver seconds per block; "
+                                              "past it the block is 'unknown'.")] = 10.0,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable summary.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", help="No progress on stderr.")] = False,
+) -> None:
+    """Persons present in every dataset whose tables lie within the noise bounds: certain
+    with probability >= 1 - delta over the mechanism."""
+    from statrecon.census.persons.release import read_release
+    from statrecon.runs.census_certain import certain_release
+
+    if not 0 < delta < 1:
+        raise StatreconError(f"--delta must lie in (0, 1), got {delta}")
+    check_writable(out, "--out")
+    rel = read_release(release)
+    with run_bar("blocks", "persons", quiet=quiet) as progress:
+        summary = certain_release(rel, out, delta, time_limit, progress)
+    data = {"blocks": summary.blocks, "certain_within_noise": summary.persons,
+            "delta": delta, "statuses": summary.statuses,
+            "elapsed_s": round(summary.elapsed_s, 3), "out": str(out)}
+    if as_json:
+        sys.stdout.write(json.dumps(data) + "\n")
+    else:
+        Console(stderr=True).print(
+            f"wrote {out}: {summary.persons:,} persons certain within the noise (together, "
+            f"with probability >= {1 - delta:g}) in {summary.blocks:,} blocks; statuses "
+            f"{summary.statuses}, {summary.elapsed_s:.1f} s")
+
+
 @census_app.command("block-release")
 def block_release(
     release: Annotated[Path, typer.Argument(help="Release file from `census tabulate`.")],
@@ -243,6 +278,9 @@ def compare(
     microdata: Annotated[Path | None, typer.Option(
         help="A persons file scored as a baseline 'reconstruction' (for example the "
              "microdata a DP run published).")] = None,
+    certain_file: Annotated[Path | None, typer.Option(
+        "--certain", help="Persons certain within the noise, from `census certain`: "
+                          "counted against the truth.")] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Refuse a truth file with tracts "
                                          "the reconstruction lacks (default: compare the "
                                          "common tracts and count the rest).")] = False,
@@ -257,7 +295,8 @@ def compare(
     from statrecon.experiments.census_match import compare as run
 
     with activity("Comparing…", quiet=quiet):
-        result = run(truth, recon, seed=seed, strict=strict, microdata=microdata)
+        result = run(truth, recon, seed=seed, strict=strict, microdata=microdata,
+                     certain=certain_file)
     if as_json:
         sys.stdout.write(json.dumps(result) + "\n")
         return

@@ -27,8 +27,10 @@ from statrecon.experiments.census_scores import (
     block_majority,
     matched_per_block,
     precision_at_k,
+    read_certain,
     scores,
     tract_draw,
+    truth_classes,
 )
 from statrecon.report.census import TruthScores
 from statrecon.runs.stores import read_recon
@@ -196,7 +198,7 @@ def _block_scores(loaded: _Loaded, seed: int) -> tuple[pd.DataFrame, dict[str, A
 
 
 def compare(truth_path: Path, recon_path: Path, *, seed: int = 0, strict: bool = False,
-            microdata: Path | None = None) -> dict[str, Any]:
+            microdata: Path | None = None, certain: Path | None = None) -> dict[str, Any]:
     """The summary the Bureau reports (stable JSON keys; see the README), with the measures
     of ``census_scores`` for the reconstruction and for each baseline (``microdata``: a
     persons file scored as if it were a reconstruction, such as a DP run's own microdata)."""
@@ -238,7 +240,24 @@ def compare(truth_path: Path, recon_path: Path, *, seed: int = 0, strict: bool =
         "scores": scores(loaded.truth, loaded.recon, loaded.bins),
         "baselines": _baselines(loaded, seed, microdata),
         **_ranked(loaded, seed),
+        **_within_noise(loaded, certain),
     }
+
+
+def _within_noise(loaded: _Loaded, certain: Path | None) -> dict[str, Any]:
+    """The persons ``census certain`` proved within the noise, and how many of them the
+    truth lacks (at the block tables' resolution, the resolution of the claims)."""
+    if certain is None:
+        return {"certain_within_noise": None, "certain_within_noise_not_in_truth": None,
+                "delta": None}
+    claims, meta = read_certain(certain)
+    classes = truth_classes(loaded.truth, meta["cells"])
+    have = classes.groupby(["block", "class"]).size().rename("have")
+    merged = claims.merge(have, left_on=["block", "class"], right_index=True, how="left")
+    missing = (merged["persons"] - merged["have"].fillna(0)).clip(lower=0)
+    return {"certain_within_noise": int(claims["persons"].sum()),
+            "certain_within_noise_not_in_truth": int(missing.sum()),
+            "delta": meta["delta"]}
 
 
 def _ranked(loaded: _Loaded, seed: int) -> dict[str, Any]:

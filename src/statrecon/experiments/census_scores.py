@@ -23,14 +23,21 @@ block's persons the block's most common race/origin and a sex and age drawn from
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from statrecon.census.geography import TRACT_LENGTH
+from statrecon.census.persons.cells import SEXES, grid_index
+from statrecon.errors import StatreconError
 from statrecon.report.census import SIZE_EDGES, SIZE_LABELS
+from statrecon.runs.census_certain import META_KEY as CERTAIN_KEY
 
 KEY = ["sex", "age", "race", "hispanic"]
 ORIGIN = ["race", "hispanic"]
@@ -188,3 +195,30 @@ def precision_at_k(truth: pd.DataFrame, guess: pd.DataFrame, bins: list[int], se
         points = np.unique(np.linspace(1, len(hits), num=min(len(hits), 200)).astype(int))
         out[f"curve_{name}"] = [[int(n), float(running[n - 1])] for n in points]
     return out
+
+
+def read_certain(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The claims of ``census certain`` (block, class, persons) and their metadata."""
+    try:
+        table = pq.read_table(path)
+        raw = (table.schema.metadata or {}).get(CERTAIN_KEY)
+    except (OSError, pa.ArrowInvalid) as e:
+        raise StatreconError(f"{path}: cannot read ({e})") from None
+    if raw is None:
+        raise StatreconError(f"{path}: not the output of `statrecon census certain`")
+    return table.to_pandas(), json.loads(raw)
+
+
+def truth_classes(truth: pd.DataFrame, cells: list[dict[str, Any]]) -> pd.DataFrame:
+    """Each true person's block and class (the set of person types no block count cell of
+    ``cells`` tells apart), from the claims' own cell definitions."""
+    from statrecon.census.persons.release import cells_from_json  # lazy: the claims' cells
+    from statrecon.engines.census import CellMatrices  # lazy: the solver stack
+
+    mats = CellMatrices.build(cells_from_json(cells))
+    sex = (truth["sex"] == SEXES[1]).to_numpy(dtype=np.int64)
+    index = grid_index(sex, truth["age"].to_numpy(dtype=np.int64),
+                       truth["race"].to_numpy(dtype=np.int64),
+                       truth["hispanic"].to_numpy(dtype=np.int64))
+    return pd.DataFrame({"block": truth["block"].to_numpy(),
+                         "class": mats.block_class[index]})

@@ -143,3 +143,39 @@ def test_a_noisy_release_without_its_scales_is_refused(releases: dict[str, Path]
     assert_user_error(statrecon("census", "reconstruct", stripped, "--out",
                                 tmp_path / "r.parquet"), "a count must be a whole number >= 0",
                       "--dp-rho")
+
+
+@pytest.mark.parametrize("rho,seed", [(50.0, 1), (200.0, 2)])
+def test_certain_within_the_noise_is_never_false(tmp_path: Path, rho: float,
+                                                 seed: int) -> None:
+    """P1, P12 and P8 only (coarse classes: a fast proof): every person claimed certain
+    within the noise is in the true block, at each rho and seed."""
+    release, claims = tmp_path / "r.parquet", tmp_path / "c.parquet"
+    assert statrecon("census", "tabulate", "--persons", SLICE, "--out", release, "--tables",
+                     "P1,P12,P8", "--dp-rho", str(rho), "--seed", str(seed)).returncode == 0
+    proc = statrecon("census", "certain", release, "--out", claims, "--delta", "0.05",
+                     "--json")
+    assert proc.returncode == 0, proc.stderr
+    summary = json_of(proc)
+    recon = tmp_path / "recon.parquet"
+    exact = tmp_path / "exact.parquet"
+    assert statrecon("census", "tabulate", "--persons", SLICE, "--out", exact, "--tables",
+                     "P1,P12,P8").returncode == 0
+    assert statrecon("census", "reconstruct", exact, "--out", recon, "--no-certify"
+                     ).returncode == 0
+    r = json_of(statrecon("census", "compare", "--truth", SLICE, "--recon", recon,
+                          "--certain", claims, "--json"))
+    assert r["delta"] == 0.05
+    assert r["certain_within_noise"] == summary["certain_within_noise"]
+    assert r["certain_within_noise_not_in_truth"] == 0
+    assert r["certain_within_noise"] > 0  # these budgets leave facts to prove
+
+
+def test_certain_refuses_exact_tables_and_bad_delta(releases: dict[str, Path],
+                                                   tmp_path: Path) -> None:
+    out = tmp_path / "c.parquet"
+    assert_user_error(statrecon("census", "certain", releases["exact"], "--out", out),
+                      "not noisy measurements")
+    assert_user_error(statrecon("census", "certain", releases["a"], "--out", out, "--delta",
+                                "0"), "--delta must lie in (0, 1)")
+    assert not out.exists()

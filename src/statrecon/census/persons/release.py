@@ -101,6 +101,15 @@ def _cell_from_json(d: object) -> Sf1Cell:
                    d.get("statistic", "count"))
 
 
+def cells_from_json(cells: object) -> tuple[Sf1Cell, ...]:
+    """Cell definitions stored as JSON by this package (a release's or a run's metadata),
+    every field checked; StatreconError when they do not read."""
+    try:
+        return _cells_from_meta({"cells": cells})
+    except (ValueError, KeyError, TypeError) as e:
+        raise StatreconError(f"unreadable cell definitions ({e})") from None
+
+
 def _cells_from_meta(meta: object) -> tuple[Sf1Cell, ...]:
     if not isinstance(meta, dict) or not isinstance(meta.get("cells"), list):
         raise ValueError("no list of cells")
