@@ -45,6 +45,7 @@ CENSUS_COMPARE = {
     "certified_binned_blocks_mismatched", "blocks_not_reconstructed", "blocks_not_in_truth",
     "truth_blocks_left_out", "truth_tracts_left_out", "truth_persons_left_out", "seed",
     "scores", "baselines", "precision_at_k", "precision_at_k_binned", "precision_curve",
+    "certain_within_noise", "certain_within_noise_not_in_truth", "delta",
 }
 CENSUS_SCORES = {
     "persons", "guessed", "agreement_exact", "agreement_binned", "unique_rows",

@@ -35,6 +35,8 @@ import pyarrow.parquet as pq
 
 from statrecon.census.geography import TRACT_LENGTH
 from statrecon.census.persons.cells import SEXES, grid_index
+from statrecon.census.persons.release import cells_from_json
+from statrecon.engines.census import CellMatrices
 from statrecon.errors import StatreconError
 from statrecon.report.census import SIZE_EDGES, SIZE_LABELS
 from statrecon.runs.census_certain import META_KEY as CERTAIN_KEY
@@ -212,9 +214,6 @@ def read_certain(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
 def truth_classes(truth: pd.DataFrame, cells: list[dict[str, Any]]) -> pd.DataFrame:
     """Each true person's block and class (the set of person types no block count cell of
     ``cells`` tells apart), from the claims' own cell definitions."""
-    from statrecon.census.persons.release import cells_from_json  # lazy: the claims' cells
-    from statrecon.engines.census import CellMatrices  # lazy: the solver stack
-
     mats = CellMatrices.build(cells_from_json(cells))
     sex = (truth["sex"] == SEXES[1]).to_numpy(dtype=np.int64)
     index = grid_index(sex, truth["age"].to_numpy(dtype=np.int64),
