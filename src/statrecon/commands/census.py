@@ -52,6 +52,7 @@ def tabulate(
     with --dp-rho, the noisy measurements of those cells instead."""
     from statrecon.census.persons.cells import select_cells
     from statrecon.census.persons.microdata import load_persons
+    from statrecon.census.persons.noise import noise_summary, noisy_table
     from statrecon.census.persons.release import write_release
     from statrecon.census.persons.tabulate import tabulate_cells
     from statrecon.db import open_connection
@@ -68,14 +69,14 @@ def tabulate(
         n = load_persons(persons, con)  # locks con once the file is in
         table = tabulate_cells(con, cells)
         if plan is not None:
-            table, noise = _noisy(table, plan, seed)
+            table, noise = noisy_table(table, plan, seed)
         write_release(table, cells, tables, out, noise)
         geos = {lv: len(set(con.execute(f"SELECT DISTINCT {lv} FROM persons").fetchall()))
                 for lv in ("block", "tract")}
     summary = {"persons": n, "blocks": geos["block"], "tracts": geos["tract"],
                "cells": len(cells), "rows": table.num_rows,
                "elapsed_s": round(time.perf_counter() - t0, 3), "out": str(out),
-               **({"noise": _noise_summary(noise)} if noise is not None else {})}
+               **({"noise": noise_summary(noise)} if noise is not None else {})}
     if as_json:
         sys.stdout.write(json.dumps(summary) + "\n")
     else:
@@ -84,7 +85,7 @@ def tabulate(
             f"for {geos['block']:,} blocks and {geos['tract']:,} tracts from {n:,} persons "
             f"in {summary['elapsed_s']} s")
         if noise is not None:
-            line = _noise_summary(noise)
+            line = noise_summary(noise)
             Console(stderr=True).print(
                 f"noisy measurements: rho = {line['rho']} over {line['tables']} tables, "
                 f"sigma {line['sigma_min']:.3g} to {line['sigma_max']:.3g}, sampler "
@@ -101,27 +102,6 @@ def _noise_plan(cells: Any, rho: float | None, allocation: Path | None) -> Any:
 
     shares = read_allocation(allocation, cells) if allocation is not None else None
     return plan_noise(cells, rho, shares)
-
-
-def _noisy(table: Any, plan: Any, seed: int | None) -> tuple[Any, dict[str, Any]]:
-    """The long table with noisy values, and what the release states about the noise."""
-    import numpy as np
-    import pyarrow as pa
-
-    from statrecon.census.persons.noise import add_noise
-
-    names = np.asarray(table.column("table").to_numpy(zero_copy_only=False), dtype=object)
-    values, sampler = add_noise(table.column("value").to_numpy(), names, plan, seed)
-    noisy = table.set_column(table.schema.get_field_index("value"), "value",
-                             pa.array(values, pa.int64()))
-    return noisy, {**plan.as_json(), "sampler": sampler, "seed": seed}
-
-
-def _noise_summary(noise: dict[str, Any]) -> dict[str, Any]:
-    """The noise in a line: budget, sampler and the range of the tables' scales."""
-    sigmas = [t["sigma"] for t in noise["tables"].values()]
-    return {"rho": noise["rho"], "sampler": noise["sampler"], "seed": noise["seed"],
-            "tables": len(sigmas), "sigma_min": min(sigmas), "sigma_max": max(sigmas)}
 
 
 def census_options(time_limit: float | None, certify: bool, rank: int = 0) -> Any:

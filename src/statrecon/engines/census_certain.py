@@ -72,10 +72,10 @@ def _bounded_model(sub: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray
     when a cell holding no live class has bounds that exclude 0."""
     cap = np.full(sub.shape[1], int(max(hi.max(initial=0), 0)), dtype=np.int64)
     cols = sub.tocsc()
-    for j in range(sub.shape[1]):  # no class exceeds the smallest cell holding it
-        rows = cols.indices[cols.indptr[j]:cols.indptr[j + 1]]
-        if len(rows):
-            cap[j] = max(0, int(hi[rows].min()))
+    held = np.flatnonzero(np.diff(cols.indptr) > 0)
+    if len(held):  # no class exceeds the smallest cell holding it
+        least = np.minimum.reduceat(hi[cols.indices], cols.indptr[:-1][held])
+        cap[held] = np.maximum(0, least)
     model = cp_model.CpModel()
     y = [model.new_int_var(0, int(u), "") for u in cap]
     for r in range(sub.shape[0]):

@@ -53,9 +53,8 @@ def copy_scores(first: np.ndarray, samples: list[np.ndarray]) -> np.ndarray:
     if not samples:
         return np.full(int(first.sum()), np.nan)
     stacked = np.stack(samples)  # samples x variables
-    scores = []
-    for v in np.flatnonzero(first > 0):
-        column = stacked[:, v]
-        for j in range(1, int(first[v]) + 1):
-            scores.append(float((column >= j).mean()))
-    return np.array(scores, dtype=float)
+    used = np.flatnonzero(first > 0)
+    copies = first[used]
+    variable = np.repeat(used, copies)  # one entry per copy, in variable order
+    j = np.arange(len(variable)) - np.repeat(np.cumsum(copies) - copies, copies) + 1
+    return (stacked[:, variable] >= j[None, :]).mean(axis=0)

@@ -208,7 +208,24 @@ def read_certain(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
         raise StatreconError(f"{path}: cannot read ({e})") from None
     if raw is None:
         raise StatreconError(f"{path}: not the output of `statrecon census certain`")
-    return table.to_pandas(), json.loads(raw)
+    try:
+        meta = json.loads(raw)
+        delta = meta["delta"]
+        cells = meta["cells"]
+    except (ValueError, KeyError, TypeError):
+        raise StatreconError(f"{path}: unreadable metadata (make the file with `statrecon "
+                             "census certain`)") from None
+    if isinstance(delta, bool) or not isinstance(delta, int | float) or not 0 < delta < 1:
+        raise StatreconError(f"{path}: delta must lie in (0, 1), got {str(delta)[:40]!r}")
+    columns = {"block": pa.string(), "class": pa.int32(), "persons": pa.int32()}
+    if any(name not in table.column_names or not table.schema.field(name).type.equals(kind)
+           for name, kind in columns.items()):
+        raise StatreconError(f"{path}: expected the columns block (text), class and persons "
+                             "(integers)")
+    frame = table.select(list(columns)).to_pandas()
+    if (frame["persons"] < 1).any() or frame["block"].isna().any():
+        raise StatreconError(f"{path}: a claim must name a block and at least one person")
+    return frame, {"delta": float(delta), "cells": cells}
 
 
 def truth_classes(truth: pd.DataFrame, cells: list[dict[str, Any]]) -> pd.DataFrame:

@@ -111,6 +111,9 @@ def test_bad_noise_requests(releases: dict[str, Path], tmp_path: Path) -> None:
     alloc.write_text("P1: 0.5\nP99: 0.5\n")
     assert_user_error(statrecon(*tab, "--tables", "P1,P12", "--dp-rho", "1", "--allocation",
                                 alloc), "unknown table 'P99'")
+    alloc.write_text("a: &x [1, 1]\nb: &y [*x, *x]\nP1: *y\n")
+    assert_user_error(statrecon(*tab, "--tables", "P1,P12", "--dp-rho", "1", "--allocation",
+                                alloc), "aliases")
     alloc.write_text("P1: 1.0\n")
     assert_user_error(statrecon(*tab, "--tables", "P1,P12", "--dp-rho", "1", "--allocation",
                                 alloc), "no share for table P12")
@@ -169,6 +172,31 @@ def test_certain_within_the_noise_is_never_false(tmp_path: Path, rho: float,
     assert r["certain_within_noise"] == summary["certain_within_noise"]
     assert r["certain_within_noise_not_in_truth"] == 0
     assert r["certain_within_noise"] > 0  # these budgets leave facts to prove
+
+
+def test_compare_refuses_a_forged_certain_file(releases: dict[str, Path],
+                                               tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    from statrecon.runs.census_certain import META_KEY
+
+    recon = tmp_path / "recon.parquet"
+    assert statrecon("census", "reconstruct", releases["exact"], "--out", recon,
+                     "--no-certify").returncode == 0
+    forged = tmp_path / "forged.parquet"
+    compare = ("census", "compare", "--truth", SLICE, "--recon", recon, "--certain", forged)
+    table = pa.table({"block": ["x"], "class": pa.array([1], pa.int32()),
+                      "persons": pa.array([1], pa.int32())})
+    for meta, error in (("{not json", "unreadable metadata"),
+                        (json.dumps({"delta": 0.05}), "unreadable metadata"),
+                        (json.dumps({"delta": 2, "cells": []}), "delta must lie in (0, 1)")):
+        pq.write_table(table.replace_schema_metadata({META_KEY: meta.encode()}), forged)
+        assert_user_error(statrecon(*compare), error)
+    pq.write_table(table.drop_columns(["persons"]).replace_schema_metadata(
+        {META_KEY: json.dumps({"delta": 0.05, "cells": []}).encode()}), forged)
+    assert_user_error(statrecon(*compare), "expected the columns")
+    pq.write_table(pa.table({"a": [1]}), forged)
+    assert_user_error(statrecon(*compare), "not the output of")
 
 
 def test_certain_refuses_exact_tables_and_bad_delta(releases: dict[str, Path],

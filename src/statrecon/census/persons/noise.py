@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 import yaml
 
 from statrecon.census.persons.cells import Sf1Cell, mask_matrix
@@ -33,6 +34,7 @@ from statrecon.errors import StatreconError
 PRODUCTION_LEVEL_SHARES = {"tract": 687, "block": 165}
 PRODUCTION_RHO = 2.63
 SHARE_TOLERANCE = 1e-9
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when installed
 
 
 @dataclass(frozen=True)
@@ -100,7 +102,11 @@ def read_allocation(path: Path, cells: tuple[Sf1Cell, ...]) -> dict[str, float]:
         raise StatreconError(f"{where}: an allocation file is a short mapping; this one is "
                              f"{len(text):,} characters")
     try:
-        data = yaml.safe_load(text)
+        # no aliases: a few hundred bytes of nested aliases expand to billions of values
+        if any(isinstance(e, yaml.AliasEvent) for e in yaml.parse(text, Loader=_LOADER)):
+            raise StatreconError(f"{where}: YAML aliases (*name) are not allowed in an "
+                                 "allocation")
+        data = yaml.load(text, Loader=_LOADER)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         line = f":{mark.line + 1}" if mark else ""
@@ -161,3 +167,21 @@ def add_noise(values: np.ndarray, tables: np.ndarray, plan: NoisePlan, seed: int
         out[where] += noise
         used = sampler if sampler != "none" else used
     return out, used
+
+
+def noisy_table(table: pa.Table, plan: NoisePlan, seed: int | None
+                ) -> tuple[pa.Table, dict[str, Any]]:
+    """The long table of ``census tabulate`` with noisy values, and what the release states
+    about its noise (the plan, the sampler, the seed)."""
+    names = np.asarray(table.column("table").to_numpy(zero_copy_only=False), dtype=object)
+    values, sampler = add_noise(table.column("value").to_numpy(), names, plan, seed)
+    noisy = table.set_column(table.schema.get_field_index("value"), "value",
+                             pa.array(values, pa.int64()))
+    return noisy, {**plan.as_json(), "sampler": sampler, "seed": seed}
+
+
+def noise_summary(noise: dict[str, Any]) -> dict[str, Any]:
+    """A noisy release's noise in a line: budget, sampler and the range of the scales."""
+    sigmas = [t["sigma"] for t in noise["tables"].values()]
+    return {"rho": noise["rho"], "sampler": noise["sampler"], "seed": noise["seed"],
+            "tables": len(sigmas), "sigma_min": min(sigmas), "sigma_max": max(sigmas)}
