@@ -225,7 +225,7 @@ def test_census_store_written_before_resumes(releases: tuple[CensusRelease, Cens
     parts = out.with_name(out.name + ".parts")
     parts.mkdir()
     tables = next(t for t in release.tract_tables() if t.tract == TRACTS[1])
-    table, _ = solve_tract((release.cells, OPTIONS), tables)
+    table, _ = solve_tract((release.cells, OPTIONS, None), tables)
     meta = json.loads(table.schema.metadata[META_KEY]) | {"release": release.digest}
     pq.write_table(table.replace_schema_metadata({META_KEY: json.dumps(meta).encode()}),
                    parts / f"{TRACTS[1]}.parquet")

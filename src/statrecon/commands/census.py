@@ -135,13 +135,14 @@ def reconstruct(
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress on stderr.")] = False,
 ) -> None:
     """Reconstruct every tract (CP-SAT) and certify which blocks are unique; with --rank K,
-    score each person by its share of K other consistent datasets."""
+    score each person by its share of K other consistent datasets. Noisy measurements
+    (`census tabulate --dp-rho`) get the noise-aware top-down estimate instead (nothing
+    certified; --rank K scores each person over K estimates from re-drawn noise)."""
     from statrecon.census.persons.release import read_release
-    from statrecon.runs.census import reconstruct_release, require_exact
+    from statrecon.runs.census import reconstruct_release
 
     check_writable(out, "--out")
     rel = read_release(release)
-    require_exact(rel)
     _check_model_sizes(rel)
     n_workers = workers or os.cpu_count() or 1
     options = census_options(time_limit, certify, rank)
@@ -185,6 +186,8 @@ def _check_model_sizes(rel: Any) -> None:
             raise StatreconError(f"{rel.path}: tract {tables.tract}: its blocks hold "
                                  f"{tables.persons:,} persons, more than a census tract holds "
                                  f"(at most {MAX_VALUE['tract']:,})")
+        if rel.noise is not None and rel.noise.noisy:
+            continue  # the top-down model's size does not depend on the zeros (no pruning)
         n = model_variables(tables, mats)
         if n > MAX_TRACT_VARIABLES:
             raise StatreconError(f"{rel.path}: tract {tables.tract}: the model would have "

@@ -14,8 +14,9 @@ rounded LP solution, over the LP's support; when the LP optimum is already integ
 the answer, optimal over every dataset. The gap to the LP bound is reported. It is an
 estimate: nothing here is called certain.
 
-Status: a prototype, not yet behind a command (``census reconstruct`` refuses noisy
-releases). Measured on the 3-tract slice (seeded noise): exact tables are met exactly; at
+Status: a prototype, not behind a command: ``census reconstruct`` gives noisy releases the
+top-down estimate of ``census_topdown``, which scales (this joint model is kept as the
+reference that is optimal over every dataset where it finishes). Measured on the 3-tract slice (seeded noise): exact tables are met exactly; at
 rho = 100 the LP optimum is integral in all three tracts (so the estimate is optimal over
 every dataset), 0.06-0.4 s for the small tracts and 19 s for the 211-block one (15 rounds,
 32,541 columns); at rho = 10 the 211-block tract's LP does not finish in 120 s (62,275

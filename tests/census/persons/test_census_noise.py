@@ -91,11 +91,41 @@ def test_rho_inf_publishes_the_exact_tables(releases: dict[str, Path]) -> None:
     assert np.array_equal(exact.tract_values, same.tract_values)
 
 
-def test_a_noisy_release_is_not_reconstructed_as_exact(releases: dict[str, Path],
-                                                       tmp_path: Path) -> None:
-    proc = statrecon("census", "reconstruct", releases["a"], "--out", tmp_path / "r.parquet")
-    assert_user_error(proc, "noisy measurements", "rho = 0.5")
-    assert not (tmp_path / "r.parquet").exists()
+def _recon_meta(path: Path) -> dict[str, object]:
+    meta = json.loads((pq.read_schema(path).metadata or {})[b"statrecon.census.recon"])
+    assert isinstance(meta, dict)
+    return meta
+
+
+def test_a_noisy_release_gets_the_noise_aware_estimate(releases: dict[str, Path],
+                                                      tmp_path: Path) -> None:
+    out = tmp_path / "r.parquet"
+    proc = statrecon("census", "reconstruct", releases["a"], "--out", out, "--rank", "3",
+                     "--json")
+    assert proc.returncode == 0, proc.stderr
+    data = json_of(proc)
+    assert data["statuses"] == {"ok": 3}
+    truth = read_release(releases["exact"]).block_values[:, 0].sum()
+    assert abs(data["persons"] - truth) <= 0.1 * truth  # the totals are fixed top down
+    assert "top-down" in str(_recon_meta(out)["solver"])
+    compared = statrecon("census", "compare", "--truth", SLICE, "--recon", out, "--json")
+    assert compared.returncode == 0, compared.stderr
+    result = json_of(compared)
+    assert result["certain_persons"] == 0  # an estimate certifies nothing
+    curve = result["precision_at_k"]
+    assert set(curve) == {"1%", "5%", "10%", "25%", "50%", "100%"}
+    assert 0 <= curve["100%"] <= 1
+
+
+def test_rho_inf_is_reconstructed_by_the_exact_model(releases: dict[str, Path],
+                                                     tmp_path: Path) -> None:
+    out = tmp_path / "inf.parquet"
+    proc = statrecon("census", "reconstruct", releases["inf"], "--out", out, "--no-certify",
+                     "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert _recon_meta(out)["solver"] == "CP-SAT"
+    exact = read_release(releases["exact"])
+    assert json_of(proc)["persons"] == exact.block_values[:, 0].sum()
 
 
 def test_bad_noise_requests(releases: dict[str, Path], tmp_path: Path) -> None:
