@@ -204,11 +204,15 @@ def certain(
                                          "together with probability >= 1 - delta.")] = 0.05,
     time_limit: Annotated[float, typer.Option(min=0.001, help="Solver seconds per block; "
                                               "past it the block is 'unknown'.")] = 10.0,
+    workers: Annotated[int, typer.Option(min=0, help="Local worker processes; 0 = all "
+                                         "cores.")] = 0,
+    executor: Annotated[str | None, typer.Option(help="dask://HOST:PORT to run on a Dask "
+                                                 "cluster instead of a local pool.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable summary.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress on stderr.")] = False,
 ) -> None:
     """Persons present in every dataset whose tables lie within the noise bounds: certain
-    with probability >= 1 - delta over the mechanism."""
+    with probability >= 1 - delta over the mechanism. A rerun resumes (tract by tract)."""
     from statrecon.census.persons.release import read_release
     from statrecon.runs.census_certain import certain_release
 
@@ -216,8 +220,9 @@ def certain(
         raise StatreconError(f"--delta must lie in (0, 1), got {delta}")
     check_writable(out, "--out")
     rel = read_release(release)
-    with run_bar("blocks", "persons", quiet=quiet) as progress:
-        summary = certain_release(rel, out, delta, time_limit, progress)
+    with run_bar("tracts", "persons", quiet=quiet) as progress:
+        summary = certain_release(rel, out, delta, time_limit, progress,
+                                  workers=workers or os.cpu_count() or 1, executor=executor)
     data = {"blocks": summary.blocks, "certain_within_noise": summary.persons,
             "delta": delta, "statuses": summary.statuses,
             "elapsed_s": round(summary.elapsed_s, 3), "out": str(out)}

@@ -15,14 +15,13 @@ the answer, optimal over every dataset. The gap to the LP bound is reported. It 
 estimate: nothing here is called certain.
 
 Status: a prototype, not behind a command: ``census reconstruct`` gives noisy releases the
-top-down estimate of ``census_topdown``, which scales (this joint model is kept as the
-reference that is optimal over every dataset where it finishes). Measured on the 3-tract slice (seeded noise): exact tables are met exactly; at
-rho = 100 the LP optimum is integral in all three tracts (so the estimate is optimal over
-every dataset), 0.06-0.4 s for the small tracts and 19 s for the 211-block one (15 rounds,
-32,541 columns); at rho = 10 the 211-block tract's LP does not finish in 120 s (62,275
-columns), and the L1 fit adds persons (197 for 105 true in the 5-block tract). Next: a
-block-then-tract decomposition (block classes first, single-year ages from the tract
-tables), warm-started LP rounds, and the optional invariants.
+top-down estimate of ``census_topdown``, which scales; this joint model is kept as the
+reference that is optimal over every dataset where it finishes. Measured on the 3-tract
+slice (seeded noise): exact tables are met exactly; at rho = 100 the LP optimum is integral
+in all three tracts, 0.06-0.4 s for the small tracts and 19 s for the 211-block one (15
+rounds, 32,541 columns); at rho = 10 the 211-block tract's LP does not finish in 120 s
+(62,275 columns), and the L1 fit adds persons (197 for 105 true in the 5-block tract): the
+top-down model fixes the totals first for that reason.
 """
 
 from __future__ import annotations

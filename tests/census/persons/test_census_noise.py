@@ -20,6 +20,7 @@ from statrecon.census.persons.noise import (
     sensitivity_squared,
 )
 from statrecon.census.persons.release import METADATA_KEY, read_release
+from statrecon.errors import StatreconError
 
 SLICE = EXAMPLES / "census" / "persons_3tracts.csv"
 
@@ -237,3 +238,36 @@ def test_certain_refuses_exact_tables_and_bad_delta(releases: dict[str, Path],
     assert_user_error(statrecon("census", "certain", releases["a"], "--out", out, "--delta",
                                 "0"), "--delta must lie in (0, 1)")
     assert not out.exists()
+
+
+def test_certain_resumes_after_an_interrupt(tmp_path: Path) -> None:
+    """Ctrl-C after the first tract is stored: the rerun does only the others and writes what
+    an uninterrupted run writes; a part made with another delta is refused."""
+    from statrecon.runs.census_certain import certain_release
+    from statrecon.runs.progress import Step
+
+    path = tmp_path / "r.parquet"
+    assert statrecon("census", "tabulate", "--persons", SLICE, "--out", path, "--tables",
+                     "P1,P12,P8", "--dp-rho", "50", "--seed", "1").returncode == 0
+    release = read_release(path)
+    clean = tmp_path / "clean.parquet"
+    certain_release(release, clean, 0.05)
+    out = tmp_path / "c.parquet"
+
+    def stop_after_one(step: Step) -> None:
+        if step.done == 1:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        certain_release(release, out, 0.05, progress=stop_after_one)
+    parts = tmp_path / "c.parquet.parts"
+    assert len(list(parts.glob("*.parquet"))) == 1 and not out.exists()
+    totals: list[int] = []
+    certain_release(release, out, 0.05, progress=lambda s: totals.append(s.total))
+    assert set(totals) == {len(release.tracts) - 1}
+    assert pq.read_table(out).equals(pq.read_table(clean))
+    assert not parts.exists()
+    with pytest.raises(KeyboardInterrupt):
+        certain_release(release, out.with_name("d.parquet"), 0.05, progress=stop_after_one)
+    with pytest.raises(StatreconError, match="another release or delta"):
+        certain_release(release, out.with_name("d.parquet"), 0.1)

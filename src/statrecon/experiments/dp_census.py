@@ -1,0 +1,218 @@
+"""The DP census experiment: how much of the truth a reconstruction recovers, how well its
+scores rank it, and what stays proven, as the privacy budget rho varies.
+
+For each rho: noisy measurements of the true persons' SF1 tables (``census tabulate
+--dp-rho``, seeded), the noise-aware reconstruction with scores from K re-drawn estimates
+(``census reconstruct --rank K``; rho = inf publishes the exact tables and gets the exact
+model, certified), the persons certain within the noise at failure probability delta
+(``census certain``), and the Bureau's measures against the truth beside the baselines
+(``census compare``). Everything lands under ``OUT/rho_<rho>/``; a rerun skips what is
+there (the reconstruction resumes tract by tract), so a crash or Ctrl-C loses at most the
+tracts in flight.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from statrecon.census.persons.cells import select_cells
+from statrecon.census.persons.microdata import load_persons
+from statrecon.census.persons.noise import noisy_table, plan_noise
+from statrecon.census.persons.release import read_release, write_release
+from statrecon.census.persons.tabulate import tabulate_cells
+from statrecon.db import open_connection
+from statrecon.engines.census import CensusOptions
+from statrecon.errors import StatreconError
+from statrecon.experiments.census_match import compare
+from statrecon.outputs import write_atomically
+from statrecon.report.dp_census import markdown, plot
+from statrecon.runs.census import reconstruct_release
+from statrecon.runs.census_certain import certain_release
+from statrecon.runs.progress import Progress
+
+PARAMS_FILE = "params.json"
+SUMMARY_FILE = "summary.json"
+FIGURE_FILE = "dp_census.png"
+README_FILE = "README.md"
+DEFAULT_RHOS = (0.1, 0.5, 1.0, 2.63, 10.0, math.inf)
+
+
+@dataclass(frozen=True)
+class DpCensusOptions:
+    rhos: tuple[float, ...] = DEFAULT_RHOS
+    seed: int = 0
+    rank: int = 20  # K re-drawn (or random-objective) estimates per tract
+    delta: float = 0.05
+    certify: bool = True  # census certain on noisy releases
+    workers: int = 1
+    executor: str | None = None
+    time_limit: float | None = 600.0  # per tract
+    certain_time_limit: float | None = 10.0  # per block
+
+
+def rho_label(rho: float) -> str:
+    return "inf" if math.isinf(rho) else f"{rho:g}"
+
+
+def parse_rhos(text: str) -> tuple[float, ...]:
+    """'0.1,1,inf' -> (0.1, 1.0, inf), each > 0, no repeats."""
+    out: list[float] = []
+    for part in text.split(","):
+        part = part.strip()
+        try:
+            rho = float(part)
+        except ValueError:
+            raise StatreconError(f"--rho {text!r}: {part!r} is not a number (or inf)") from None
+        if math.isnan(rho) or rho <= 0:
+            raise StatreconError(f"--rho {text!r}: every rho must be > 0 (inf: no noise)")
+        if rho in out:
+            raise StatreconError(f"--rho {text!r}: {part} is given twice")
+        out.append(rho)
+    return tuple(out)
+
+
+def _check_params(out: Path, truth: Path, options: DpCensusOptions) -> None:
+    """A folder holds one experiment: reusing it with other settings would mix results."""
+    params = {"truth": truth.name, "seed": options.seed, "rank": options.rank,
+              "delta": options.delta, "certify": options.certify}
+    path = out / PARAMS_FILE
+    if path.exists():
+        try:
+            old = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            old = None
+        if old != params:
+            raise StatreconError(f"{out} holds an experiment with other settings ({path}: "
+                                 f"{json.dumps(old)[:200]}); give another --out, or the same "
+                                 "settings to resume it")
+        return
+    text = json.dumps(params, indent=2) + "\n"
+    write_atomically(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def _release(truth: Path, rho: float, seed: int, path: Path) -> Path:
+    """The noisy measurements (or exact tables, rho = inf) of the truth, written once."""
+    if path.exists():
+        return path
+    cells = select_cells("sf1-persons")
+    plan = plan_noise(cells, rho)
+    con = open_connection()
+    load_persons(truth, con)
+    table = tabulate_cells(con, cells)
+    table, noise = noisy_table(table, plan, seed)
+    write_release(table, cells, "sf1-persons", path, noise)
+    return path
+
+
+def _json(path: Path, data: Any) -> None:
+    text = json.dumps(data, indent=2) + "\n"
+    write_atomically(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+Say = Callable[[str], None]
+
+
+def run_rho(truth: Path, rho: float, out: Path, options: DpCensusOptions,
+            progress: Progress | None = None, say: Say | None = None) -> dict[str, Any]:
+    """One rho: release, reconstruction, certain persons, comparison (each skipped when its
+    file is there); returns the comparison with the run's timings."""
+    folder = out / f"rho_{rho_label(rho)}"
+    folder.mkdir(parents=True, exist_ok=True)
+    compared = folder / "compare.json"
+    if compared.exists():
+        data: dict[str, Any] = json.loads(compared.read_text(encoding="utf-8"))
+        return data
+    note = say or (lambda _text: None)
+    note(f"rho = {rho_label(rho)}: noisy measurements")
+    release = read_release(_release(truth, rho, options.seed, folder / "release.parquet"))
+    noisy = release.noise is not None and release.noise.noisy
+    note(f"rho = {rho_label(rho)}: reconstruction"
+         + (f" with {options.rank} re-drawn estimates per tract" if options.rank else ""))
+    t0 = time.perf_counter()
+    recon = folder / "recon.parquet"
+    reconstruct_release(release, recon, workers=options.workers, executor=options.executor,
+                        options=CensusOptions(time_limit=options.time_limit,
+                                              seed=options.seed, certify=not noisy,
+                                              samples=options.rank),
+                        progress=progress)
+    recon_s = time.perf_counter() - t0
+    certain, certain_s = None, 0.0
+    if noisy and options.certify:
+        certain = folder / "certain.parquet"
+        if not certain.exists():
+            note(f"rho = {rho_label(rho)}: persons certain within the noise "
+                 f"(delta = {options.delta:g})")
+            t1 = time.perf_counter()
+            certain_release(release, certain, options.delta, options.certain_time_limit,
+                            progress, workers=options.workers, executor=options.executor)
+            certain_s = time.perf_counter() - t1
+    note(f"rho = {rho_label(rho)}: comparison with the truth")
+    result = compare(truth, recon, seed=options.seed, certain=certain)
+    if not noisy:  # no noise: the certified persons of the exact model are the certain ones
+        result["certain_within_noise"] = result["certain_persons"]
+        result["certain_within_noise_not_in_truth"] = result["certain_persons_not_in_truth"]
+        result["delta"] = 0.0
+    result["rho"] = rho_label(rho)
+    result["seconds"] = {"reconstruct": round(recon_s, 2), "certain": round(certain_s, 2)}
+    _json(compared, result)
+    return result
+
+
+def run_experiment(truth: Path, out: Path, options: DpCensusOptions,
+                   progress: Progress | None = None, say: Say | None = None
+                   ) -> list[dict[str, Any]]:
+    """Every rho in turn (``run_rho``), then the summary JSON under ``out``."""
+    if not truth.exists():
+        raise StatreconError(f"{truth}: no such file")
+    if not 0 < options.delta < 1:
+        raise StatreconError(f"--delta must lie in (0, 1), got {options.delta}")
+    out.mkdir(parents=True, exist_ok=True)
+    _check_params(out, truth, options)
+    rows = [summary_row(run_rho(truth, rho, out, options, progress, say))
+            for rho in options.rhos]
+    _json(out / SUMMARY_FILE, {"truth": truth.name, "seed": options.seed,
+                               "rank": options.rank, "delta": options.delta, "rows": rows})
+    plot(rows, out / FIGURE_FILE)
+    header = (f"# DP census experiment: {truth.name}, seed {options.seed}, K = {options.rank} "
+              f"re-drawn estimates, delta = {options.delta:g}\n\n"
+              "Agreement: true persons matched in their block (sex, age, race, Hispanic "
+              "origin). Top k%: precision of the k% highest-scored reconstructed persons. "
+              "Certain: persons in every dataset within the noise bounds (probability >= "
+              "1 - delta); at rho = inf, the exact model's certified persons.")
+    text = markdown(rows, header)
+    write_atomically(out / README_FILE, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+    return rows
+
+
+def summary_row(result: dict[str, Any]) -> dict[str, Any]:
+    """The figures plotted and tabled for one rho."""
+    s = result["scores"]
+    base = result["baselines"]
+    ranked = result.get("precision_at_k") or {}
+    ranked_b = result.get("precision_at_k_binned") or {}
+    return {
+        "rho": result["rho"],
+        "persons": result["persons"],
+        "agreement_exact": s["agreement_exact"],
+        "agreement_binned": s["agreement_binned"],
+        "age_within_1": result["age_within_1_rate"],
+        "precision_unique": s["precision_unique"],
+        "precision_nonmodal": s["precision_nonmodal"],
+        "precision_at_1pct": ranked.get("1%"),
+        "precision_at_10pct": ranked.get("10%"),
+        "precision_at_10pct_binned": ranked_b.get("10%"),
+        "block_majority_exact": base["block_majority"]["agreement_exact"],
+        "block_majority_binned": base["block_majority"]["agreement_binned"],
+        "tract_draw_exact": base["tract_draw"]["agreement_exact"],
+        "tract_draw_binned": base["tract_draw"]["agreement_binned"],
+        "certain_within_noise": result.get("certain_within_noise"),
+        "certain_within_noise_not_in_truth": result.get("certain_within_noise_not_in_truth"),
+        "reconstruct_s": result["seconds"]["reconstruct"],
+        "certain_s": result["seconds"]["certain"],
+    }

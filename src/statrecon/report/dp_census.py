@@ -1,0 +1,84 @@
+"""The DP census experiment's figure and table: what a reconstruction recovers, how well its
+scores rank, and what stays proven, against the privacy budget rho."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from statrecon.outputs import write_atomically
+from statrecon.report.figures import agg_figure
+
+INF_AT = 1e4  # where rho = inf is drawn on the log axis (labelled "inf")
+
+
+def _x(rho: str) -> float:
+    return INF_AT if rho == "inf" else float(rho)
+
+
+def plot(rows: list[dict[str, Any]], path: Path) -> Path:
+    """Three panels against rho (log scale): agreement with the truth beside the baselines,
+    precision of the top-ranked persons, persons certain within the noise."""
+    rows = sorted(rows, key=lambda r: _x(r["rho"]))
+    x = [_x(r["rho"]) for r in rows]
+    fig, (agree, ranked, certain) = agg_figure(3, 4.6, 3.8)
+    for key, label, style in (("agreement_exact", "reconstruction, exact age", "o-"),
+                              ("agreement_binned", "reconstruction, age groups", "s-"),
+                              ("block_majority_exact", "block majority, exact age", "o:"),
+                              ("block_majority_binned", "block majority, age groups", "s:"),
+                              ("tract_draw_binned", "tract draw, age groups", "^--")):
+        agree.plot(x, [r[key] for r in rows], style, label=label, markersize=4)
+    agree.set_title("Persons matched in their block")
+    agree.set_ylabel("share of true persons")
+    for key, label, style in (("precision_at_1pct", "top 1%, exact age", "o-"),
+                              ("precision_at_10pct", "top 10%, exact age", "s-"),
+                              ("precision_at_10pct_binned", "top 10%, age groups", "^-"),
+                              ("agreement_exact", "all persons, exact age", "k:")):
+        values = [r[key] if r[key] is not None else math.nan for r in rows]
+        ranked.plot(x, values, style, label=label, markersize=4)
+    ranked.set_title("Precision of the top-scored persons")
+    certain.bar(range(len(rows)), [r["certain_within_noise"] or 0 for r in rows],
+                color="#4477aa", label="certain (proven within the noise)")
+    certain.bar(range(len(rows)), [r["certain_within_noise_not_in_truth"] or 0 for r in rows],
+                color="#cc3311", label="of which not in the truth")
+    certain.set_xticks(range(len(rows)), [r["rho"] for r in rows])
+    certain.set_yscale("symlog")
+    certain.set_title("Persons certain within the noise")
+    certain.set_xlabel("rho (zCDP)")
+    for ax in (agree, ranked):
+        ax.set_xscale("log")
+        ax.set_xticks(x, [r["rho"] for r in rows])
+        ax.set_xlabel("rho (zCDP)")
+        ax.set_ylim(0, 1.02)
+        ax.grid(alpha=0.3)
+    for ax in (agree, ranked, certain):
+        ax.legend(fontsize=7)
+    fig.suptitle("Reconstruction from noisy SF1 person tables, against the privacy budget",
+                 fontsize=11)
+    write_atomically(path, lambda tmp: fig.savefig(tmp, dpi=120, format="png"))
+    return path
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.1f}%"
+
+
+def markdown(rows: list[dict[str, Any]], header: str) -> str:
+    """The README of an experiment folder: one row per rho."""
+    lines = [header, "",
+             "| rho | agreement exact | binned | block majority exact / binned | "
+             "non-modal uniques | top 1% | top 10% | top 10% binned | certain within noise "
+             "(not in truth) | reconstruct s | certain s |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in sorted(rows, key=lambda r: _x(r["rho"])):
+        certain = r["certain_within_noise"]
+        lines.append(
+            f"| {r['rho']} | {_pct(r['agreement_exact'])} | {_pct(r['agreement_binned'])} | "
+            f"{_pct(r['block_majority_exact'])} / {_pct(r['block_majority_binned'])} | "
+            f"{_pct(r['precision_nonmodal'])} | {_pct(r['precision_at_1pct'])} | "
+            f"{_pct(r['precision_at_10pct'])} | {_pct(r['precision_at_10pct_binned'])} | "
+            + ("–" if certain is None else
+               f"{certain:,} ({r['certain_within_noise_not_in_truth']:,})")
+            + f" | {r['reconstruct_s']:.0f} | {r['certain_s']:.0f} |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,81 @@
+"""``statrecon experiment dp-census`` (issue 16, item 6) on two small real tracts: the files,
+the figures' soundness (no certain person is false), resuming, and bad options."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import EXAMPLES, assert_user_error, json_of, statrecon
+
+SLICE = EXAMPLES / "census" / "persons_3tracts.csv"
+SMALL_TRACTS = ("06037532400", "34017006900")  # 5 blocks and 1 block
+
+
+@pytest.fixture(scope="module")
+def truth(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    frame = pd.read_csv(SLICE, dtype={"block_geoid": str})
+    path = tmp_path_factory.mktemp("dp_truth") / "small.csv"
+    frame[frame["block_geoid"].str[:11].isin(SMALL_TRACTS)].to_csv(path, index=False)
+    return path
+
+
+@pytest.fixture(scope="module")
+def experiment(truth: Path, tmp_path_factory: pytest.TempPathFactory
+               ) -> tuple[Path, dict[str, object]]:
+    out = tmp_path_factory.mktemp("dp_exp") / "exp"
+    proc = statrecon("experiment", "dp-census", "--rho", "50,inf", "--truth", truth,
+                     "--rank", "2", "--out", out, "--workers", "1", "--json")
+    assert proc.returncode == 0, proc.stderr
+    return out, json_of(proc)
+
+
+def test_every_rho_is_scored_and_drawn(experiment: tuple[Path, dict[str, object]]) -> None:
+    out, data = experiment
+    rows = data["rows"]
+    assert isinstance(rows, list) and [r["rho"] for r in rows] == ["50", "inf"]
+    for name in ("summary.json", "dp_census.png", "README.md", "rho_50/compare.json",
+                 "rho_50/certain.parquet", "rho_inf/recon.parquet"):
+        assert (out / name).stat().st_size > 0, name
+    assert (out / "dp_census.png").read_bytes()[:4] == b"\x89PNG"
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["rows"] == rows
+    readme = (out / "README.md").read_text()
+    assert "| 50 |" in readme and "| inf |" in readme
+    noisy, exact = rows
+    # the exact tables pin every person at the block tables' age groups on these tracts
+    assert exact["agreement_binned"] == 1.0
+    assert exact["agreement_exact"] > noisy["agreement_exact"]
+    for r in rows:  # soundness: nothing proven is false
+        assert r["certain_within_noise_not_in_truth"] == 0
+        assert r["precision_at_10pct"] is not None
+
+
+def test_a_rerun_resumes_and_other_settings_are_refused(
+        experiment: tuple[Path, dict[str, object]], truth: Path) -> None:
+    out, data = experiment
+    before = (out / "rho_50" / "compare.json").stat().st_mtime_ns
+    again = statrecon("experiment", "dp-census", "--rho", "50,inf", "--truth", truth,
+                      "--rank", "2", "--out", out, "--workers", "1", "--json")
+    assert again.returncode == 0, again.stderr
+    assert json_of(again)["rows"] == data["rows"]
+    assert (out / "rho_50" / "compare.json").stat().st_mtime_ns == before
+    other = statrecon("experiment", "dp-census", "--rho", "50", "--truth", truth,
+                      "--rank", "2", "--seed", "1", "--out", out)
+    assert_user_error(other, "other settings", str(out))
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("--rho", "-1"), "must be > 0"),
+    (("--rho", "1,abc"), "'abc' is not a number"),
+    (("--rho", "1,1"), "given twice"),
+    (("--delta", "1.5"), "--delta must lie in (0, 1)"),
+])
+def test_bad_options(args: tuple[str, ...], message: str, tmp_path: Path, truth: Path
+                     ) -> None:
+    proc = statrecon("experiment", "dp-census", *args, "--truth", truth, "--out",
+                     tmp_path / "x")
+    assert_user_error(proc, message)
+    assert not (tmp_path / "x" / "summary.json").exists()
