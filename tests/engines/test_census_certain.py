@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from statrecon.discrete_gaussian import tail_upper
-from statrecon.engines.census_certain import cell_bounds, certain_in_block
+from statrecon.engines.census_certain import cell_bounds, certain_in_block, greedy_witness
 
 
 def oracle(c: np.ndarray, lo: np.ndarray, hi: np.ndarray, top: int
@@ -62,3 +62,29 @@ def test_bounds_hold_for_all_cells_together() -> None:
     # each cell's tail at most delta / cells, so all 1000 together at most delta
     assert all(tail_upper(s, int(b)) <= 0.05 / 1000 for s, b in zip(sigmas, t, strict=True))
     assert all(tail_upper(s, int(b) - 1) > 0.05 / 1000 for s, b in zip(sigmas, t, strict=True))
+
+
+@settings(max_examples=300, deadline=None)
+@given(systems())
+def test_a_greedy_witness_is_a_dataset_within_the_bounds(
+        system: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
+    c, lo, hi = system
+    y = greedy_witness(sp.csr_matrix(c), lo, hi)
+    if y is not None:
+        assert (y >= 0).all()
+        v = c @ y
+        assert (v >= lo).all() and (v <= hi).all()
+
+
+def test_where_the_greedy_fill_gets_stuck_cp_sat_finds_the_witness() -> None:
+    # class 2 lies in all three short cells and is taken first: sums (1, 1, 1); the total
+    # then needs one more person but cells 1 and 2 are full. y = (1, 1, 0) meets every bound.
+    c = np.array([[1, 1, 1], [1, 0, 1], [0, 1, 1]])
+    lo = np.array([2, 1, 1])
+    hi = np.array([2, 1, 1])
+    assert greedy_witness(sp.csr_matrix(c), lo, hi) is None
+    consistent, least = oracle(c, lo, hi, 2)
+    assert consistent and least == {0: 1, 1: 1}
+    got = certain_in_block(sp.csr_matrix(c), lo, hi, time_limit=10)
+    assert got.status == "ok"
+    assert dict(zip(got.classes.tolist(), got.counts.tolist(), strict=True)) == least

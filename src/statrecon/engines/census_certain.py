@@ -11,11 +11,11 @@ hold together with probability at least 1 - delta.
 The proof is per block, over the block's own cells (dropping the tract cells only widens the
 set of datasets, so every claim stays sound), at the block tables' resolution: a *class* is
 a set of person types no block count cell tells apart. Classes inside a cell whose upper
-bound is below 1 are absent in every such dataset; CP-SAT finds one dataset (a witness: a
-class it leaves empty is not certain), then asks for a dataset with some remaining count
-below its current bound, lowering bounds with each one found, until INFEASIBLE proves the
-rest (the backbone loop of the exact census certification); a time limit leaves the block
-unknown, and nothing of it is claimed. A block
+bound is below 1 are absent in every such dataset; a greedy fill (or, where it gets stuck,
+CP-SAT) finds one dataset (a witness: a class it leaves empty is not certain), then asks
+for a dataset with some remaining count below its current bound, lowering bounds with each
+one found, until INFEASIBLE proves the rest (the backbone loop of the exact census
+certification); a time limit leaves the block unknown, and nothing of it is claimed. A block
 whose bounds no dataset meets is reported as such (this happens with probability at most
 delta).
 """
@@ -107,13 +107,15 @@ def certain_in_block(c: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray,
     if built is None:
         return CertainBlock("inconsistent", empty, empty)
     model, y = built
-    solver = new_solver(left=deadline.left(), seed=seed)
-    status = solver.solve(model)
-    if status == cp_model.INFEASIBLE:
-        return CertainBlock("inconsistent", empty, empty)
-    if not found(status):
-        return CertainBlock("unknown", empty, empty)
-    witness = np.array([solver.value(v) for v in y], dtype=np.int64)
+    witness = greedy_witness(sub, lo, hi)
+    if witness is None:  # the greedy fill got stuck: CP-SAT finds one or proves none
+        solver = new_solver(left=deadline.left(), seed=seed)
+        status = solver.solve(model)
+        if status == cp_model.INFEASIBLE:
+            return CertainBlock("inconsistent", empty, empty)
+        if not found(status):
+            return CertainBlock("unknown", empty, empty)
+        witness = np.array([solver.value(v) for v in y], dtype=np.int64)
     candidates = np.unique(sub[forced].indices)
     bound = _moved_down(sub, lo, hi, witness, candidates)
     keep = bound > 0  # a dataset without the others was found
@@ -123,6 +125,38 @@ def certain_in_block(c: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray,
         return CertainBlock("unknown", empty, empty)
     keep = least >= 1
     return CertainBlock("ok", live[candidates[keep]], least[keep])
+
+
+def greedy_witness(sub: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray,
+                   max_steps: int = 100_000) -> np.ndarray | None:
+    """A dataset within the bounds built greedily, or None: from no persons, repeatedly add
+    persons of the class that lies in the most cells still below their lower bound and in no
+    cell already at its upper bound, as many as neither bound stops. Where the bounds are
+    wide (most noisy blocks) it finds one in milliseconds, where CP-SAT took seconds (4.6 s
+    on a 40-person block at rho = 1, 9,576 classes); whatever it returns is checked against
+    every bound, so it is a real dataset."""
+    ct = sub.T.tocsr()
+    y = np.zeros(sub.shape[1], dtype=np.int64)
+    sums = np.zeros(sub.shape[0], dtype=np.int64)
+    for _ in range(max_steps):
+        short = sums < lo
+        if not short.any():
+            break
+        full = sums + 1 > hi
+        gain = ct @ short.astype(np.int64)
+        blocked = ct @ full.astype(np.int64)
+        gain[blocked > 0] = 0
+        k = int(np.argmax(gain))
+        if gain[k] <= 0:
+            return None
+        cells = ct.indices[ct.indptr[k]:ct.indptr[k + 1]]
+        need = lo[cells] - sums[cells]
+        room = int((hi[cells] - sums[cells]).min())
+        step = max(1, min(room, int(need[need > 0].min())))
+        y[k] += step
+        sums[cells] += step
+    ok = (sums >= lo).all() and (sums <= hi).all() and np.array_equal(sub @ y, sums)
+    return y if ok else None
 
 
 def _moved_down(sub: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray, witness: np.ndarray,

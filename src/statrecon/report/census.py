@@ -236,6 +236,17 @@ def _ranking_plot(curve: dict[str, list[list[float]]]) -> bytes | None:
 def _intro(recon: Path, meta: dict[str, Any]) -> str:
     """Title and a plain-language explanation."""
     solver = meta.get("solver", "CP-SAT")
+    noisy = _noisy(meta)
+    if noisy:
+        return f"""<h1>Census reconstruction report: {_e(recon.name)}</h1>
+<p>This report is about a <em>reconstruction</em> from <strong>noisy measurements</strong>:
+published block and tract person tables with discrete Gaussian noise on every cell were turned
+back into person-level records, one set per block, whose tables come as close as possible to
+the measurements, each cell weighted by its noise (solver: {_e(solver)}). No true records were
+used to build it. It is an estimate: nothing in it is certified, since noisy tables fit many
+datasets; the persons that stay certain within the noise come from
+<code>statrecon census certain</code>. Person records themselves are not shown in this
+report.</p>"""
     return f"""<h1>Census reconstruction report: {_e(recon.name)}</h1>
 <p>This report is about a <em>reconstruction</em>: the published block and tract person tables
 (counts by sex, age, race and Hispanic origin) were turned back into person-level records,
@@ -248,6 +259,11 @@ the tables disclose its full records exactly. "At age-bin resolution" is the sam
 ages only as fine as the block tables' age bins. A <strong>certain person</strong> is a record
 present in every dataset consistent with the tables, even when the block as a whole is not
 unique. Person records themselves are not shown in this report.</p>"""
+
+
+def _noisy(meta: dict[str, Any]) -> bool:
+    """A reconstruction from noisy measurements (the top-down estimate)."""
+    return "top-down" in str(meta.get("solver", ""))
 
 
 def _headline(blocks: pd.DataFrame, meta: dict[str, Any]) -> str:
@@ -267,7 +283,9 @@ def _headline(blocks: pd.DataFrame, meta: dict[str, Any]) -> str:
         ("blocks", n_blocks, f"{len(ok):,} reconstructed (tract status ok)"),
         ("persons reconstructed", persons, ""),
         ("reconstructed blocks not certified", uncertified,
-         "certification was not run for them (reconstruct with --certify)"
+         ("an estimate from noisy measurements certifies nothing (census certain proves "
+          "what stays certain within the noise)" if _noisy(meta) else
+          "certification was not run for them (reconstruct with --certify)")
          if uncertified else ""),
         ("blocks certified unique, full records", int(unique.sum()),
          _pct(unique.sum(), len(ok)) + " of reconstructed blocks"),

@@ -116,6 +116,10 @@ def test_a_noisy_release_gets_the_noise_aware_estimate(releases: dict[str, Path]
     curve = result["precision_at_k"]
     assert set(curve) == {"1%", "5%", "10%", "25%", "50%", "100%"}
     assert 0 <= curve["100%"] <= 1
+    html = tmp_path / "r.html"
+    assert statrecon("census", "report", out, "--out", html).returncode == 0
+    text = html.read_text(encoding="utf-8")
+    assert "noisy measurements" in text and "certifies nothing" in text
 
 
 def test_rho_inf_is_reconstructed_by_the_exact_model(releases: dict[str, Path],
