@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
+
 from statrecon.census.persons.cells import select_cells
 from statrecon.census.persons.microdata import load_persons
 from statrecon.census.persons.noise import noisy_table, plan_noise
@@ -33,8 +35,10 @@ from statrecon.experiments.census_match import compare
 from statrecon.outputs import write_atomically
 from statrecon.report.dp_census import markdown, plot
 from statrecon.runs.census import reconstruct_release
+from statrecon.runs.census_certain import META_KEY as CERTAIN_KEY
 from statrecon.runs.census_certain import certain_release
 from statrecon.runs.progress import Progress
+from statrecon.runs.stores import META_KEY as STORE_KEY
 
 PARAMS_FILE = "params.json"
 SUMMARY_FILE = "summary.json"
@@ -136,12 +140,12 @@ def run_rho(truth: Path, rho: float, out: Path, options: DpCensusOptions,
          + (f" with {options.rank} re-drawn estimates per tract" if options.rank else ""))
     t0 = time.perf_counter()
     recon = folder / "recon.parquet"
-    reconstruct_release(release, recon, workers=options.workers, executor=options.executor,
-                        options=CensusOptions(time_limit=options.time_limit,
-                                              seed=options.seed, certify=not noisy,
-                                              samples=options.rank),
-                        progress=progress)
-    recon_s = time.perf_counter() - t0
+    summary = reconstruct_release(
+        release, recon, workers=options.workers, executor=options.executor,
+        options=CensusOptions(time_limit=options.time_limit, seed=options.seed,
+                              certify=not noisy, samples=options.rank),
+        progress=progress)
+    recon_s = time.perf_counter() - t0 if summary.ran else 0.0
     certain, certain_s = None, 0.0
     if noisy and options.certify:
         certain = folder / "certain.parquet"
@@ -159,9 +163,28 @@ def run_rho(truth: Path, rho: float, out: Path, options: DpCensusOptions,
         result["certain_within_noise_not_in_truth"] = result["certain_persons_not_in_truth"]
         result["delta"] = 0.0
     result["rho"] = rho_label(rho)
-    result["seconds"] = {"reconstruct": round(recon_s, 2), "certain": round(certain_s, 2)}
+    result["seconds"] = {"reconstruct": round(recon_s, 2), "certain": round(certain_s, 2),
+                         **_tract_seconds(recon),
+                         "tracts_certain": _certain_seconds(certain)}
     _json(compared, result)
     return result
+
+
+def _tract_seconds(recon: Path) -> dict[str, float]:
+    """CPU seconds the tracts took (solve, certify, rank), from the reconstruction's own
+    records: right even when this run only resumed it (its wall time is then short)."""
+    meta = json.loads((pq.read_schema(recon).metadata or {})[STORE_KEY])
+    tracts = meta.get("tracts", {}).values()
+    return {f"tracts_{k}": round(sum(float(t.get(f"{k}_s", 0)) for t in tracts), 2)
+            for k in ("solve", "certify", "sample")}
+
+
+def _certain_seconds(certain: Path | None) -> float:
+    """Seconds the tracts of ``census certain`` took, summed over its parts (resumes too)."""
+    if certain is None:
+        return 0.0
+    meta = json.loads((pq.read_schema(certain).metadata or {})[CERTAIN_KEY])
+    return float(meta.get("tract_seconds", 0.0))
 
 
 def run_experiment(truth: Path, out: Path, options: DpCensusOptions,
@@ -214,5 +237,8 @@ def summary_row(result: dict[str, Any]) -> dict[str, Any]:
         "certain_within_noise": result.get("certain_within_noise"),
         "certain_within_noise_not_in_truth": result.get("certain_within_noise_not_in_truth"),
         "reconstruct_s": result["seconds"]["reconstruct"],
-        "certain_s": result["seconds"]["certain"],
+        "tracts_cpu_s": sum(result["seconds"].get(f"tracts_{k}", 0.0)
+                            for k in ("solve", "certify", "sample")),
+        "certain_cpu_s": result["seconds"].get("tracts_certain", 0.0),
+        "certain_s": result["seconds"]["certain"],  # wall, this run only
     }

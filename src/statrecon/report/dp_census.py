@@ -69,7 +69,7 @@ def markdown(rows: list[dict[str, Any]], header: str) -> str:
     lines = [header, "",
              "| rho | agreement exact | binned | block majority exact / binned | "
              "non-modal uniques | top 1% | top 10% | top 10% binned | certain within noise "
-             "(not in truth) | reconstruct s | certain s |",
+             "(not in truth) | reconstruct + rank, CPU s | certain, CPU s |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in sorted(rows, key=lambda r: _x(r["rho"])):
         certain = r["certain_within_noise"]
@@ -80,5 +80,5 @@ def markdown(rows: list[dict[str, Any]], header: str) -> str:
             f"{_pct(r['precision_at_10pct'])} | {_pct(r['precision_at_10pct_binned'])} | "
             + ("–" if certain is None else
                f"{certain:,} ({r['certain_within_noise_not_in_truth']:,})")
-            + f" | {r['reconstruct_s']:.0f} | {r['certain_s']:.0f} |")
+            + f" | {r['tracts_cpu_s']:.0f} | {r['certain_cpu_s']:.0f} |")
     return "\n".join(lines) + "\n"

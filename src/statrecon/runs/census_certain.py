@@ -51,10 +51,12 @@ def _classes(cells: tuple[Sf1Cell, ...]) -> sp.csr_matrix:
     return _CLASSES[key][1]
 
 
-def certify_tract(shared: Shared, tables: TractTables) -> tuple[pa.Table, dict[str, int]]:
+def certify_tract(shared: Shared, tables: TractTables
+                  ) -> tuple[pa.Table, dict[str, int], float]:
     """One unit of work (runs in a worker): every block of the tract, its certain persons
-    as rows (block, class, persons) and the count of each block status."""
+    as rows (block, class, persons), the count of each block status, and its seconds."""
     cells, t_block, time_limit = shared
+    t0 = time.perf_counter()
     c = _classes(cells)
     is_count = np.array([not cell.is_median for cell in cells if cell.level == "block"])
     counts = np.flatnonzero(is_count)
@@ -71,7 +73,7 @@ def certify_tract(shared: Shared, tables: TractTables) -> tuple[pa.Table, dict[s
     table = pa.table({"block": pa.array(rows["block"], pa.string()),
                       "class": pa.array(rows["class"], pa.int32()),
                       "persons": pa.array(rows["persons"], pa.int32())})
-    return table, statuses
+    return table, statuses, round(time.perf_counter() - t0, 3)
 
 
 def _part_meta(path: Path) -> dict[str, Any]:
@@ -137,9 +139,9 @@ def certain_release(release: CensusRelease, out: Path, delta: float,
     with closing(run_units(certify_tract, (release.cells, t_block, time_limit), todo,
                            workers=workers, executor=executor)) as results:
         found = 0
-        for i, (tables, (table, statuses)) in enumerate(results, start=1):
+        for i, (tables, (table, statuses, seconds)) in enumerate(results, start=1):
             found += int(pa.compute.sum(table["persons"]).as_py() or 0)
-            meta = {**key, "tract": tables.tract, "statuses": statuses}
+            meta = {**key, "tract": tables.tract, "statuses": statuses, "seconds": seconds}
             part = table.replace_schema_metadata({META_KEY: json.dumps(meta).encode()})
             parts.mkdir(parents=True, exist_ok=True)
             _write_part(parts / f"{tables.tract}.parquet", part)
@@ -147,9 +149,12 @@ def certain_release(release: CensusRelease, out: Path, delta: float,
                 progress(Step(i, len(todo), found, tables.tract))
     tables_out: list[pa.Table] = []
     statuses_all: dict[str, int] = {}
+    tract_seconds = 0.0
     for part in sorted(_finished_parts(parts, key).values()):
         tables_out.append(pq.read_table(part).replace_schema_metadata(None))
-        for status, n in _part_meta(part)["statuses"].items():
+        part_meta = _part_meta(part)
+        tract_seconds += float(part_meta.get("seconds", 0))
+        for status, n in part_meta["statuses"].items():
             statuses_all[status] = statuses_all.get(status, 0) + n
     merged = pa.concat_tables(tables_out) if tables_out else pa.table(
         {"block": pa.array([], pa.string()), "class": pa.array([], pa.int32()),
@@ -162,7 +167,7 @@ def certain_release(release: CensusRelease, out: Path, delta: float,
             "cells": [asdict(cell) for cell in release.cells],
             "bounds": {"block": sorted(set(t_block.tolist())),
                        "tract": sorted(set(t_tract.tolist()))},
-            "statuses": statuses_all}
+            "statuses": statuses_all, "tract_seconds": round(tract_seconds, 2)}
     merged = merged.replace_schema_metadata({META_KEY: json.dumps(meta).encode()})
     write_atomically(out, lambda tmp: pq.write_table(merged, tmp))
     for part in parts.glob("*.parquet") if parts.is_dir() else []:
