@@ -345,10 +345,12 @@ def _estimate(m: Measurements, mats: CellMatrices, deadline: Deadline, seed: int
     first = np.full(int(mats.block_class.max()) + 1, -1, dtype=np.int64)
     first[mats.block_class[::-1]] = np.arange(GRID_SIZE)[::-1]
     a = mats.block[m.counts][:, first[classes]].tocsr()
-    fitter = L1Fit(a, 1.0 / m.sigma_block, class_counts[classes].astype(float))
+    # a cell no class of the tract lies in adds the same |measurement| to every fit: drop it
+    rows = np.flatnonzero(np.diff(a.indptr) > 0)
+    fitter = L1Fit(a[rows], 1.0 / m.sigma_block[rows], class_counts[classes].astype(float))
     fits = np.zeros((nb, len(classes)))
     for b in range(nb):
-        fit = fitter.solve(m.block_values[b], int(block_totals[b]), deadline) \
+        fit = fitter.solve(m.block_values[b, rows], int(block_totals[b]), deadline) \
             if block_totals[b] else np.zeros(len(classes))
         if fit is None:
             return None, total, t1 - t0, time.perf_counter() - t1

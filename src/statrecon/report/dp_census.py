@@ -44,6 +44,8 @@ def plot(rows: list[dict[str, Any]], path: Path) -> Path:
                 color="#cc3311", label="of which not in the truth")
     certain.set_xticks(range(len(rows)), [r["rho"] for r in rows])
     certain.set_yscale("symlog")
+    top = max([r["certain_within_noise"] or 0 for r in rows] + [1])
+    certain.set_ylim(0, top * 3)
     certain.set_title("Persons certain within the noise")
     certain.set_xlabel("rho (zCDP)")
     for ax in (agree, ranked):
