@@ -45,6 +45,10 @@ def tabulate(
     seed: Annotated[int | None, typer.Option(
         min=0, help="Draw the noise with a seeded, reproducible sampler (numpy; NOT "
                     "DP-hardened, for experiments). Default: OpenDP's sampler.")] = None,
+    exact_tract_population: Annotated[bool, typer.Option(
+        "--exact-tract-population", help="With --dp-rho: also publish each tract's population "
+        "exactly, an invariant outside the DP guarantee (as the 2020 production kept state "
+        "populations exact); the reconstruction then keeps it.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable summary.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress on stderr.")] = False,
 ) -> None:
@@ -57,8 +61,10 @@ def tabulate(
     from statrecon.census.persons.tabulate import tabulate_cells
     from statrecon.db import open_connection
 
-    if dp_rho is None and (allocation is not None or seed is not None):
-        raise StatreconError("--allocation and --seed describe DP noise; give --dp-rho too")
+    if dp_rho is None and (allocation is not None or seed is not None
+                           or exact_tract_population):
+        raise StatreconError("--allocation, --seed and --exact-tract-population describe DP "
+                             "noise; give --dp-rho too")
     cells = select_cells(tables, with_p13=with_p13)
     plan = _noise_plan(cells, dp_rho, allocation)
     check_writable(out, "--out")
@@ -69,7 +75,8 @@ def tabulate(
         n = load_persons(persons, con)  # locks con once the file is in
         table = tabulate_cells(con, cells)
         if plan is not None:
-            table, noise = noisy_table(table, plan, seed)
+            table, noise = noisy_table(table, plan, seed,
+                                       cells if exact_tract_population else None)
         write_release(table, cells, tables, out, noise)
         geos = {lv: len(set(con.execute(f"SELECT DISTINCT {lv} FROM persons").fetchall()))
                 for lv in ("block", "tract")}

@@ -113,8 +113,10 @@ def _round_to(shares: np.ndarray, total: int) -> np.ndarray:
     return out
 
 
-def totals(m: Measurements, mats: CellMatrices) -> tuple[int, np.ndarray]:
-    """The tract's population and each block's (step 1 of the module docstring)."""
+def totals(m: Measurements, mats: CellMatrices, exact_total: int | None = None
+           ) -> tuple[int, np.ndarray]:
+    """The tract's population and each block's (step 1 of the module docstring);
+    ``exact_total``: the tract's population when it is published exactly (an invariant)."""
     block_rows = _total_rows(mats.block[m.counts])
     tract_rows = _total_rows(mats.tract)
     nb = m.block_values.shape[0]
@@ -122,7 +124,8 @@ def totals(m: Measurements, mats: CellMatrices) -> tuple[int, np.ndarray]:
                              m.block_values[:, block_rows].sum(axis=0)])
     variances = np.concatenate([m.sigma_tract[tract_rows] ** 2,
                                 nb * m.sigma_block[block_rows] ** 2])
-    tract_total = max(0, round(_weighted_mean(values, variances)))
+    tract_total = max(0, round(_weighted_mean(values, variances))) if exact_total is None \
+        else exact_total
     if len(block_rows):
         w = 1.0 / m.sigma_block[block_rows] ** 2
         per_block = (m.block_values[:, block_rows] * w).sum(axis=1) / w.sum()
@@ -328,13 +331,13 @@ def _redrawn(m: Measurements, seed: int) -> Measurements:
 
 
 def _estimate(m: Measurements, mats: CellMatrices, deadline: Deadline, seed: int,
-              tract_fit: TractFit | None = None
+              tract_fit: TractFit | None = None, exact_total: int | None = None
               ) -> tuple[list[np.ndarray] | None, int, float, float]:
     """Steps 1-4 on ``m``: per block the persons' attribute cells (None: out of time), the
     tract's population, and the seconds of the tract and block stages."""
     t0 = time.perf_counter()
     nb = m.block_values.shape[0]
-    total, block_totals = totals(m, mats)
+    total, block_totals = totals(m, mats, exact_total)
     h = (tract_fit or TractFit(m, mats)).histogram(m, total, deadline)
     t1 = time.perf_counter()
     if h is None:
@@ -386,14 +389,17 @@ def person_scores(records: list[np.ndarray], samples: list[list[np.ndarray]]) ->
 
 
 def reconstruct_noisy(tables: TractTables, mats: CellMatrices, sigma_block: np.ndarray,
-                      sigma_tract: np.ndarray, options: CensusOptions) -> TractResult:
+                      sigma_tract: np.ndarray, options: CensusOptions,
+                      exact_total: int | None = None) -> TractResult:
     """The top-down estimate of one tract as a ``TractResult`` (nothing certified: every
     block's ``unique`` is None); with ``options.samples`` K, every person scores its share of
-    K estimates from re-drawn noise of the same scales."""
+    K estimates from re-drawn noise of the same scales. ``exact_total``: the tract's
+    population when the release publishes it exactly (kept in every estimate)."""
     deadline = Deadline.after(options.time_limit)
     m = measurements(tables, mats, sigma_block, sigma_tract)
     tract_fit = TractFit(m, mats)
-    records, _, tract_s, block_s = _estimate(m, mats, deadline, options.seed, tract_fit)
+    records, _, tract_s, block_s = _estimate(m, mats, deadline, options.seed, tract_fit,
+                                             exact_total)
     if records is None:
         return TractResult(tables.tract, "unknown", (), solve_s=tract_s + block_s)
     t1 = time.perf_counter()
@@ -402,7 +408,7 @@ def reconstruct_noisy(tables: TractTables, mats: CellMatrices, sigma_block: np.n
         if deadline.expired:
             break
         drawn, _, _, _ = _estimate(_redrawn(m, options.seed + 1 + i), mats, deadline,
-                                   options.seed + 1 + i, tract_fit)
+                                   options.seed + 1 + i, tract_fit, exact_total)
         if drawn is not None:
             samples.append(drawn)
     scores = person_scores(records, samples) if options.samples else [None] * len(records)

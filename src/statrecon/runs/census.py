@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from statrecon.census.persons.cells import Sf1Cell, definitions_digest
-from statrecon.census.persons.release import CensusRelease, TractTables
+from statrecon.census.persons.release import CensusRelease, ReleaseNoise, TractTables
 from statrecon.engines.census import CellMatrices, CensusOptions, reconstruct_tract
 from statrecon.engines.census_topdown import reconstruct_noisy
 from statrecon.errors import StatreconError
@@ -34,23 +34,25 @@ def _matrices(cells: tuple[Sf1Cell, ...]) -> CellMatrices:
     return _MATRICES[key]
 
 
-Shared = tuple[tuple[Sf1Cell, ...], CensusOptions, dict[str, float] | None]
+Shared = tuple[tuple[Sf1Cell, ...], CensusOptions, ReleaseNoise | None]
 
 
 def solve_tract(shared: Shared, tables: TractTables) -> tuple[pa.Table, dict[str, Any]]:
     """One unit of work (runs in a worker): reconstruct (and certify exact tables, or rank
-    either), encode the rows. ``shared[2]``: each table's noise scale for noisy
-    measurements (the top-down noise-aware estimate), None for exact tables."""
-    cells, options, sigma = shared
+    either), encode the rows. ``shared[2]``: the noise of noisy measurements (the top-down
+    noise-aware estimate, with the tract's exact population when published), None for exact
+    tables."""
+    cells, options, noise = shared
     delay = float(os.environ.get(DELAY_VARIABLE) or 0)
     if delay:
         time.sleep(delay)  # tests use it to kill a run with tracts in flight
-    if sigma is None:
+    if noise is None:
         result = reconstruct_tract(tables, _matrices(cells), options)
     else:
-        block = np.array([sigma[c.table] for c in cells if c.level == "block"])
-        tract = np.array([sigma[c.table] for c in cells if c.level == "tract"])
-        result = reconstruct_noisy(tables, _matrices(cells), block, tract, options)
+        block = np.array([noise.sigma[c.table] for c in cells if c.level == "block"])
+        tract = np.array([noise.sigma[c.table] for c in cells if c.level == "tract"])
+        total = (noise.tract_population or {}).get(tables.tract)
+        result = reconstruct_noisy(tables, _matrices(cells), block, tract, options, total)
     info = {"status": result.status, "persons": result.persons, "conflict": result.conflict,
             "unique": sum(1 for b in result.blocks if b.unique)}
     return tract_table(result, tables.blocks), info
@@ -67,11 +69,11 @@ class RunSummary:
     elapsed_s: float = 0.0
 
 
-def noise_scales(release: CensusRelease) -> dict[str, float] | None:
-    """Each table's sigma when the release holds noisy measurements, else None (exact
-    tables, including rho = inf)."""
+def noise_scales(release: CensusRelease) -> ReleaseNoise | None:
+    """The release's noise when it holds noisy measurements, else None (exact tables,
+    including rho = inf)."""
     if release.noise is not None and release.noise.noisy:
-        return dict(release.noise.sigma)
+        return release.noise
     return None
 
 
@@ -92,7 +94,7 @@ def reconstruct_release(release: CensusRelease, out: Path, *, workers: int = 1,
 
     ``progress`` counts the tracts of this run (not those finished before) and their persons.
     """
-    sigma = noise_scales(release)
+    noise = noise_scales(release)
     options = options or CensusOptions()
     t0 = time.perf_counter()
     store = ReconStore(out, release.digest)
@@ -106,7 +108,7 @@ def reconstruct_release(release: CensusRelease, out: Path, *, workers: int = 1,
     # No more processes than tracts: a pool only pays its start-up for parallel work.
     workers = max(1, min(workers, len(todo)))
     # closing: on Ctrl-C or an error the pool stops now, not when the generator is collected
-    with closing(run_units(solve_tract, (release.cells, options, sigma), todo, workers=workers,
+    with closing(run_units(solve_tract, (release.cells, options, noise), todo, workers=workers,
                            executor=executor)) as results:
         for tables, (table, info) in results:
             store.write(tables.tract, table)
@@ -119,7 +121,7 @@ def reconstruct_release(release: CensusRelease, out: Path, *, workers: int = 1,
                 progress(Step(summary.ran, len(todo), summary.persons, tables.tract))
     summary.elapsed_s = time.perf_counter() - t0
     bins = sorted({int(a) for a in _matrices(release.cells).age_bin})
-    solver = "CP-SAT" if sigma is None else "HiGHS top-down, noise-weighted L1 (estimate)"
+    solver = "CP-SAT" if noise is None else "HiGHS top-down, noise-weighted L1 (estimate)"
     store.merge({"solver": solver, "time_limit": options.time_limit,
                  "definitions": definitions_digest(release.cells), "age_bins": bins})
     return summary

@@ -275,3 +275,53 @@ def test_certain_resumes_after_an_interrupt(tmp_path: Path) -> None:
         certain_release(release, out.with_name("d.parquet"), 0.05, progress=stop_after_one)
     with pytest.raises(StatreconError, match="another release or delta"):
         certain_release(release, out.with_name("d.parquet"), 0.1)
+
+
+def test_an_exact_tract_population_is_published_and_kept(tmp_path: Path) -> None:
+    release = tmp_path / "inv.parquet"
+    proc = statrecon("census", "tabulate", "--persons", SLICE, "--out", release, "--dp-rho",
+                     "1", "--seed", "0", "--exact-tract-population", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json_of(proc)["noise"]["exact_tract_population"] is True
+    exact_path = tmp_path / "exact.parquet"
+    assert statrecon("census", "tabulate", "--persons", SLICE, "--out", exact_path
+                     ).returncode == 0
+    exact = read_release(exact_path)
+    truth = {t.tract: int(t.block_values[:, 0].sum()) for t in exact.tract_tables()}
+    noisy = read_release(release)
+    assert noisy.noise is not None and noisy.noise.tract_population == truth
+    out = tmp_path / "r.parquet"
+    assert statrecon("census", "reconstruct", release, "--out", out).returncode == 0
+    blocks = pq.read_table(out, columns=["tract", "persons"]).to_pandas()
+    assert blocks.groupby("tract")["persons"].sum().to_dict() == truth
+    # the invariant is part of what the release is: a store of the same cells without it is
+    # another release
+    plain = tmp_path / "plain.parquet"
+    assert statrecon("census", "tabulate", "--persons", SLICE, "--out", plain, "--dp-rho", "1",
+                     "--seed", "0").returncode == 0
+    assert read_release(plain).digest != noisy.digest
+
+
+def test_forged_invariants_are_refused(tmp_path: Path) -> None:
+    release = tmp_path / "inv.parquet"
+    assert statrecon("census", "tabulate", "--persons", SLICE, "--out", release, "--tables",
+                     "P1,P12", "--dp-rho", "1", "--seed", "0", "--exact-tract-population"
+                     ).returncode == 0
+    table = pq.read_table(release)
+    meta = json.loads(table.schema.metadata[METADATA_KEY])
+    forged = tmp_path / "forged.parquet"
+    population = meta["noise"]["invariants"]["tract_population"]
+    first = sorted(population)[0]
+    for change, error in (({**population, "99999999999": 5}, "does not publish"),
+                          ({**population, first: -3}, "whole number from 0"),
+                          ({**population, "x": 1}, "tract GEOID"),
+                          ({k: v for k, v in population.items() if k != first},
+                           f"no invariant population for tract {first}")):
+        meta["noise"]["invariants"]["tract_population"] = change
+        pq.write_table(table.replace_schema_metadata(
+            {METADATA_KEY: json.dumps(meta).encode()}), forged)
+        assert_user_error(statrecon("census", "reconstruct", forged, "--out",
+                                    tmp_path / "r.parquet"), error)
+    assert_user_error(statrecon("census", "tabulate", "--persons", SLICE, "--out",
+                                tmp_path / "x.parquet", "--exact-tract-population"),
+                      "give --dp-rho")

@@ -56,6 +56,13 @@ class Sf1Cell:
     def is_median(self) -> bool:
         return self.statistic == "median"
 
+    @property
+    def is_total(self) -> bool:
+        """Counts every person (P1): no condition on any attribute."""
+        return (not self.is_median and all(r is None for r in self.race)
+                and self.two_or_more is None and self.hispanic is None and self.sex is None
+                and self.age_lo == 0 and self.age_hi >= MAX_AGE)
+
     def sql(self) -> str:
         """The cell as a DuckDB predicate over the person columns (flags are booleans)."""
         parts: list[str] = []

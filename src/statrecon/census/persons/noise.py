@@ -26,6 +26,7 @@ import numpy as np
 import pyarrow as pa
 import yaml
 
+from statrecon.census.geography import TRACT_LENGTH
 from statrecon.census.persons.cells import Sf1Cell, mask_matrix
 from statrecon.discrete_gaussian import sample
 from statrecon.errors import StatreconError
@@ -169,19 +170,39 @@ def add_noise(values: np.ndarray, tables: np.ndarray, plan: NoisePlan, seed: int
     return out, used
 
 
-def noisy_table(table: pa.Table, plan: NoisePlan, seed: int | None
+def noisy_table(table: pa.Table, plan: NoisePlan, seed: int | None,
+                cells: tuple[Sf1Cell, ...] | None = None
                 ) -> tuple[pa.Table, dict[str, Any]]:
     """The long table of ``census tabulate`` with noisy values, and what the release states
-    about its noise (the plan, the sampler, the seed)."""
+    about its noise (the plan, the sampler, the seed). With ``cells``, each tract's
+    population is also published exactly (an invariant: outside the DP guarantee, as the
+    2020 production kept each state's population exact)."""
     names = np.asarray(table.column("table").to_numpy(zero_copy_only=False), dtype=object)
     values, sampler = add_noise(table.column("value").to_numpy(), names, plan, seed)
     noisy = table.set_column(table.schema.get_field_index("value"), "value",
                              pa.array(values, pa.int64()))
-    return noisy, {**plan.as_json(), "sampler": sampler, "seed": seed}
+    meta: dict[str, Any] = {**plan.as_json(), "sampler": sampler, "seed": seed}
+    if cells is not None:
+        meta["invariants"] = {"tract_population": tract_population(table, cells)}
+    return noisy, meta
+
+
+def tract_population(table: pa.Table, cells: tuple[Sf1Cell, ...]) -> dict[str, int]:
+    """Each tract's persons, from the exact long table: its blocks' total cells (P1)."""
+    total = next((c for c in cells if c.level == "block" and c.is_total), None)
+    if total is None:
+        raise StatreconError("an exact tract population needs P1 (the block total) in the "
+                             "release")
+    frame = table.select(["level", "geoid", "table", "cell", "value"]).to_pandas()
+    rows = frame[(frame["level"] == "block") & (frame["table"] == total.table)
+                 & (frame["cell"] == total.cell)]
+    per_tract = rows.groupby(rows["geoid"].str[:TRACT_LENGTH])["value"].sum()
+    return {str(t): int(n) for t, n in per_tract.items()}
 
 
 def noise_summary(noise: dict[str, Any]) -> dict[str, Any]:
     """A noisy release's noise in a line: budget, sampler and the range of the scales."""
     sigmas = [t["sigma"] for t in noise["tables"].values()]
     return {"rho": noise["rho"], "sampler": noise["sampler"], "seed": noise["seed"],
-            "tables": len(sigmas), "sigma_min": min(sigmas), "sigma_max": max(sigmas)}
+            "tables": len(sigmas), "sigma_min": min(sigmas), "sigma_max": max(sigmas),
+            "exact_tract_population": "invariants" in noise}

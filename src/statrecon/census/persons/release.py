@@ -147,6 +147,9 @@ class ReleaseNoise:
     rho: float
     sigma: dict[str, float]
     sampler: str
+    # invariants: each tract's population published exactly beside the noisy cells (outside
+    # the DP guarantee, as the 2020 production kept state totals); None when not published
+    tract_population: dict[str, int] | None = None
 
     @property
     def noisy(self) -> bool:
@@ -232,6 +235,9 @@ def read_release(path: Path) -> CensusRelease:
     except StatreconError as e:
         raise StatreconError(f"{path}: {e}") from None
     h = definitions_digest(cells) + ":" + _hash_values(block_values, tract_values, blocks)
+    if noise is not None and noise.tract_population is not None:
+        _check_invariants(path, noise.tract_population, tracts)
+        h += ":" + _hash_invariants(noise.tract_population)
     release = CensusRelease(path, cells, str(meta.get("tables", "")), h, blocks, tracts,
                             block_values, tract_values, noise)
     if not noisy:  # noisy measurements do not add up, by design
@@ -269,7 +275,47 @@ def _noise_from_meta(raw: object, cells: tuple[Sf1Cell, ...]) -> ReleaseNoise | 
         raise ValueError(f"noise: no sigma for table {left[0]} (a noisy release must state "
                          "the noise scale of every table)")
     sampler = raw.get("sampler")
-    return ReleaseNoise(float(rho), sigma, sampler if isinstance(sampler, str) else "unknown")
+    return ReleaseNoise(float(rho), sigma, sampler if isinstance(sampler, str) else "unknown",
+                        _invariants(raw.get("invariants")))
+
+
+def _invariants(raw: object) -> dict[str, int] | None:
+    """``{"tract_population": {tract: persons}}``, every entry checked (user text)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or set(raw) != {"tract_population"} or not isinstance(
+            raw["tract_population"], dict):
+        raise ValueError("noise: invariants must be {\"tract_population\": {tract: persons}}")
+    out: dict[str, int] = {}
+    for tract, n in raw["tract_population"].items():
+        if not (isinstance(tract, str) and len(tract) == TRACT_LENGTH and tract.isdigit()):
+            raise ValueError(f"noise: invariant tract {str(tract)[:40]!r} is not an "
+                             f"{TRACT_LENGTH}-digit tract GEOID")
+        if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= MAX_VALUE["tract"]:
+            raise ValueError(f"noise: invariant population of tract {tract} must be a whole "
+                             f"number from 0 to {MAX_VALUE['tract']:,}, got {str(n)[:40]!r}")
+        out[tract] = n
+    return out
+
+
+def _hash_invariants(population: dict[str, int]) -> str:
+    import hashlib  # lazy: stdlib, only for releases with invariants
+
+    text = json.dumps(sorted(population.items()))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _check_invariants(path: Path, population: dict[str, int], tracts: tuple[str, ...]
+                      ) -> None:
+    """An invariant per tract of the release, and none for a tract it lacks."""
+    extra = sorted(set(population) - set(tracts))
+    if extra:
+        raise StatreconError(f"{path}: noise: invariant population for tract {extra[0]}, "
+                             "which the release does not publish")
+    missing = sorted(set(tracts) - set(population))
+    if missing:
+        raise StatreconError(f"{path}: noise: no invariant population for tract {missing[0]} "
+                             "(an invariant covers every tract)")
 
 
 def _hash_values(block_values: np.ndarray, tract_values: np.ndarray,
