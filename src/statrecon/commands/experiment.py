@@ -29,7 +29,7 @@ from statrecon.report import output_console
 experiment_app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
-    help="Reconstruction experiments on simulated data (Dinur–Nissim, Diffix).",
+    help="Reconstruction experiments (Dinur–Nissim, Diffix, DP census tables).",
 )
 
 # --------------------------------------------------------------------------- parsing
