@@ -88,3 +88,64 @@ def test_where_the_greedy_fill_gets_stuck_cp_sat_finds_the_witness() -> None:
     got = certain_in_block(sp.csr_matrix(c), lo, hi, time_limit=10)
     assert got.status == "ok"
     assert dict(zip(got.classes.tolist(), got.counts.tolist(), strict=True)) == least
+
+
+@st.composite
+def two_block_tracts(draw: st.DrawFn) -> tuple[np.ndarray, list[np.ndarray], list[np.ndarray],
+                                              np.ndarray, np.ndarray, np.ndarray]:
+    """Two blocks sharing one class matrix (block cells), tract cells over their sum, and
+    bounds m +- t around a true dataset (so the bounds hold, as they do on the event the
+    union bound gives)."""
+    k = draw(st.integers(1, 3))
+    extra = draw(st.lists(st.lists(st.booleans(), min_size=k, max_size=k), min_size=1,
+                          max_size=3))
+    c = np.array([[1] * k] + [[int(b) for b in row] for row in extra], dtype=np.int64)
+    t_rows = draw(st.lists(st.lists(st.booleans(), min_size=k, max_size=k), min_size=1,
+                           max_size=3))
+    tract = np.array([[int(b) for b in row] for row in t_rows], dtype=np.int64)
+    truth = [np.array(draw(st.lists(st.integers(0, 2), min_size=k, max_size=k)))
+             for _ in range(2)]
+    t_block = draw(st.integers(0, 2))
+    t_tract = draw(st.integers(0, 2))
+    noise = [np.array(draw(st.lists(st.integers(-t_block, t_block), min_size=len(c),
+                                    max_size=len(c)))) for _ in range(2)]
+    measured = [c @ y + e for y, e in zip(truth, noise, strict=True)]
+    tract_noise = np.array(draw(st.lists(st.integers(-t_tract, t_tract),
+                                         min_size=len(tract), max_size=len(tract))))
+    measured_tract = tract @ (truth[0] + truth[1]) + tract_noise
+    return (c, [m - t_block for m in measured], [m + t_block for m in measured], tract,
+            measured_tract - t_tract, measured_tract + t_tract)
+
+
+@settings(max_examples=150, deadline=None)
+@given(two_block_tracts())
+def test_two_block_tracts_claims_are_certain_over_the_whole_tract(
+        system: tuple[np.ndarray, list[np.ndarray], list[np.ndarray], np.ndarray, np.ndarray,
+                      np.ndarray]) -> None:
+    """Brute force over every dataset of a tiny two-block tract within the bounds of all its
+    cells, block and tract: each count the per-block proof claims is held by every such
+    dataset (sound; the proof ignores the tract cells, so it may claim less than the
+    oracle finds, never more), and the true dataset is among them."""
+    c, lo, hi, tract, lo_t, hi_t = system
+    k = c.shape[1]
+    top = int(max(h.max() for h in hi)) + 1
+    least: list[dict[int, int]] = [{j: top for j in range(k)} for _ in range(2)]
+    found_any = False
+    singles = [y for y in itertools.product(range(top + 1), repeat=k)]
+    ok = [[np.array(y) for y in singles
+           if ((c @ np.array(y) >= lo[b]) & (c @ np.array(y) <= hi[b])).all()]
+          for b in range(2)]
+    for y0 in ok[0]:
+        for y1 in ok[1]:
+            v = tract @ (y0 + y1)
+            if (v >= lo_t).all() and (v <= hi_t).all():
+                found_any = True
+                for b, y in ((0, y0), (1, y1)):
+                    for j in range(k):
+                        least[b][j] = min(least[b][j], int(y[j]))
+    assert found_any  # the true dataset meets every bound
+    for b in range(2):
+        got = certain_in_block(sp.csr_matrix(c), lo[b], hi[b], time_limit=10)
+        assert got.status == "ok"
+        for j, n in zip(got.classes.tolist(), got.counts.tolist(), strict=True):
+            assert 1 <= n <= least[b][j]
