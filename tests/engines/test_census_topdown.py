@@ -64,8 +64,8 @@ def _tabulate(records: tuple[np.ndarray, ...], mats: CellMatrices
 
 
 def test_exact_tables_are_met_cell_for_cell(releases: dict[str, CensusRelease]) -> None:
-    # Not guaranteed by the decomposition (measured: 7 of the 28 real tracts are met exactly,
-    # the others miss by 8-160 units over millions of cells), but the slice's three are.
+    # Not guaranteed by the decomposition (measured: 8 of the 28 real tracts are met exactly,
+    # the others miss by 8-148 units over millions of cells), but the slice's three are.
     release = releases["exact"]
     mats = CellMatrices.build(release.cells)
     sb, st_ = _sigmas(release, unit=True)
