@@ -41,6 +41,7 @@ from statrecon.census.persons.cells import GRID_SIZE
 from statrecon.census.persons.release import TractTables
 from statrecon.discrete_gaussian import sample
 from statrecon.engines.census import BlockResult, CellMatrices, CensusOptions, TractResult
+from statrecon.engines.census_rank import copy_scores
 from statrecon.engines.cpsat import Deadline
 from statrecon.engines.intervals.highs import HOT_START, build_highs, highs_core
 
@@ -363,29 +364,28 @@ def _estimate(m: Measurements, mats: CellMatrices, deadline: Deadline, seed: int
     return records, total, t1 - t0, time.perf_counter() - t1
 
 
+def _keys(records: list[np.ndarray]) -> np.ndarray:
+    """One key per person, block-major: block position x GRID_SIZE + attribute cell (sorted
+    when each block's records are)."""
+    blocks = np.repeat(np.arange(len(records), dtype=np.int64), [len(r) for r in records])
+    cells = np.concatenate(records) if records else np.zeros(0, dtype=np.int64)
+    return blocks * GRID_SIZE + cells.astype(np.int64)
+
+
 def person_scores(records: list[np.ndarray], samples: list[list[np.ndarray]]) -> list[
         np.ndarray]:
     """Per block, per person (in ``records`` order, which is sorted): the share of samples
     holding at least as many persons of that type in that block as this person's copy
-    number (the j-th copy of a type scores the share with >= j)."""
-    out = []
-    for b, r in enumerate(records):
-        if not len(r) or not samples:
-            out.append(np.full(len(r), np.nan))
-            continue
-        types, first, copies = np.unique(r, return_index=True, return_counts=True)
-        j = np.arange(len(r)) - np.repeat(first, copies) + 1  # copy number, r is sorted
-        have = np.zeros((len(samples), len(types)), dtype=np.int64)
-        for i, s in enumerate(samples):
-            st, sc = np.unique(s[b], return_counts=True)
-            if not len(st):
-                continue
-            at = np.searchsorted(st, types)
-            hit = (at < len(st)) & (st[np.minimum(at, len(st) - 1)] == types)
-            have[i, hit] = sc[at[hit]]
-        out.append((have[:, np.repeat(np.arange(len(types)), copies)] >= j[None, :])
-                   .mean(axis=0))
-    return out
+    number (``census_rank.copy_scores`` over the (block, type) counts)."""
+    types, copies = np.unique(_keys(records), return_counts=True)
+    held = []
+    for drawn in samples:
+        keys, counts = np.unique(_keys(drawn), return_counts=True)
+        at = np.minimum(np.searchsorted(keys, types), max(len(keys) - 1, 0))
+        hit = (keys[at] == types) if len(keys) else np.zeros(len(types), dtype=bool)
+        held.append(np.where(hit, counts[at] if len(keys) else 0, 0))
+    scores = copy_scores(copies, held)  # copies in key order: the records' own order
+    return np.split(scores, np.cumsum([len(r) for r in records])[:-1])
 
 
 def reconstruct_noisy(tables: TractTables, mats: CellMatrices, sigma_block: np.ndarray,

@@ -262,8 +262,9 @@ unique. Person records themselves are not shown in this report.</p>"""
 
 
 def _noisy(meta: dict[str, Any]) -> bool:
-    """A reconstruction from noisy measurements (the top-down estimate)."""
-    return "top-down" in str(meta.get("solver", ""))
+    """A reconstruction from noisy measurements (the top-down estimate), as its store
+    records it."""
+    return meta.get("estimate") is True
 
 
 def _headline(blocks: pd.DataFrame, meta: dict[str, Any]) -> str:

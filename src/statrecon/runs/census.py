@@ -122,6 +122,7 @@ def reconstruct_release(release: CensusRelease, out: Path, *, workers: int = 1,
     summary.elapsed_s = time.perf_counter() - t0
     bins = sorted({int(a) for a in _matrices(release.cells).age_bin})
     solver = "CP-SAT" if noise is None else "HiGHS top-down, noise-weighted L1 (estimate)"
-    store.merge({"solver": solver, "time_limit": options.time_limit,
+    store.merge({"solver": solver, "estimate": noise is not None,
+                 "time_limit": options.time_limit,
                  "definitions": definitions_digest(release.cells), "age_bins": bins})
     return summary

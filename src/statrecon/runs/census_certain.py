@@ -27,6 +27,7 @@ from statrecon.errors import StatreconError
 from statrecon.outputs import write_atomically
 from statrecon.runs.parallel import run_units
 from statrecon.runs.progress import Progress, Step
+from statrecon.runs.stores import PartStore
 
 META_KEY = b"statrecon.census.certain"
 
@@ -76,36 +77,6 @@ def certify_tract(shared: Shared, tables: TractTables
     return table, statuses, round(time.perf_counter() - t0, 3)
 
 
-def _part_meta(path: Path) -> dict[str, Any]:
-    try:
-        raw = (pq.read_schema(path).metadata or {}).get(META_KEY)
-        meta = json.loads(raw) if raw else {}
-    except (OSError, pa.ArrowInvalid, ValueError):
-        meta = {}
-    return meta if isinstance(meta, dict) else {}
-
-
-def _finished_parts(parts: Path, key: dict[str, Any]) -> dict[str, Path]:
-    """Tract -> its stored part, for parts made from this release and delta; a part made
-    otherwise is refused (never mixed in), a torn temporary file removed."""
-    done: dict[str, Path] = {}
-    if not parts.is_dir():
-        return done
-    for stale in parts.glob(".*.tmp"):
-        stale.unlink(missing_ok=True)
-    for part in sorted(parts.glob("*.parquet")):
-        meta = _part_meta(part)
-        if {k: meta.get(k) for k in key} != key:
-            raise StatreconError(f"{part} was made from another release or delta; remove "
-                                 f"{parts} or choose another --out")
-        done[str(meta["tract"])] = part
-    return done
-
-
-def _write_part(path: Path, table: pa.Table) -> None:
-    write_atomically(path, lambda tmp: pq.write_table(table, tmp))
-
-
 def certain_release(release: CensusRelease, out: Path, delta: float,
                     time_limit: float | None = 10.0, progress: Progress | None = None,
                     workers: int = 1, executor: str | None = None) -> CertainSummary:
@@ -127,9 +98,8 @@ def certain_release(release: CensusRelease, out: Path, delta: float,
         release.tract_cells)
     t_block = cell_bounds(sigma_block, delta, total_cells)
     t_tract = cell_bounds(sigma_tract, delta, total_cells) if len(sigma_tract) else t_block[:0]
-    key = {"release": release.digest, "delta": delta}
-    parts = out.with_name(out.name + ".parts")
-    done = _finished_parts(parts, key)
+    store = PartStore(out, {"release": release.digest, "delta": delta}, META_KEY)
+    done = store.finished()
     todo = [t for t in release.tract_tables() if t.tract not in done]
     todo.sort(key=lambda t: -len(t.blocks))
     summary = CertainSummary(blocks=len(release.blocks))
@@ -141,18 +111,14 @@ def certain_release(release: CensusRelease, out: Path, delta: float,
         found = 0
         for i, (tables, (table, statuses, seconds)) in enumerate(results, start=1):
             found += int(pa.compute.sum(table["persons"]).as_py() or 0)
-            meta = {**key, "tract": tables.tract, "statuses": statuses, "seconds": seconds}
-            part = table.replace_schema_metadata({META_KEY: json.dumps(meta).encode()})
-            parts.mkdir(parents=True, exist_ok=True)
-            _write_part(parts / f"{tables.tract}.parquet", part)
+            store.write(tables.tract, table, {"statuses": statuses, "seconds": seconds})
             if progress:
                 progress(Step(i, len(todo), found, tables.tract))
     tables_out: list[pa.Table] = []
     statuses_all: dict[str, int] = {}
     tract_seconds = 0.0
-    for part in sorted(_finished_parts(parts, key).values()):
+    for part, part_meta in sorted(store.finished().values(), key=lambda pm: pm[0]):
         tables_out.append(pq.read_table(part).replace_schema_metadata(None))
-        part_meta = _part_meta(part)
         tract_seconds += float(part_meta.get("seconds", 0))
         for status, n in part_meta["statuses"].items():
             statuses_all[status] = statuses_all.get(status, 0) + n
@@ -170,8 +136,5 @@ def certain_release(release: CensusRelease, out: Path, delta: float,
             "statuses": statuses_all, "tract_seconds": round(tract_seconds, 2)}
     merged = merged.replace_schema_metadata({META_KEY: json.dumps(meta).encode()})
     write_atomically(out, lambda tmp: pq.write_table(merged, tmp))
-    for part in parts.glob("*.parquet") if parts.is_dir() else []:
-        part.unlink()
-    if parts.is_dir() and not any(parts.iterdir()):
-        parts.rmdir()
+    store.clear()
     return summary

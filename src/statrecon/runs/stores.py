@@ -16,6 +16,9 @@ every tract is done; the release digest is in each file's metadata. Each row is 
 reconstructed persons (with a ``certain`` flag per person) and what was proven (``unique``,
 ``certain_persons``, and the same at the tables' age resolution).
 
+``PartStore`` (census certain): one Parquet part per tract in ``OUT.parts/``, each tagged with
+the run's key (release digest and delta); the caller merges them into ``OUT`` and clears them.
+
 ``BlockStore`` (claims): one JSON line per block record (a ``runs.records.BlockRecord``, in
 the shape of ``claims verify --json``); the run's parameters, its digest, in ``run.json`` next
 to it.
@@ -208,6 +211,56 @@ class ReconStore:
         if self.parts.is_dir() and not any(self.parts.iterdir()):
             self.parts.rmdir()
         return merged
+
+
+class PartStore:
+    """One Parquet part per finished unit in ``OUT.parts/``, its metadata (under
+    ``meta_key``) the run's ``key`` plus the unit's own information (module docstring)."""
+
+    def __init__(self, out: Path, key: dict[str, Any], meta_key: bytes) -> None:
+        self.parts = out.with_name(out.name + ".parts")
+        self.key = key
+        self.meta_key = meta_key
+
+    def _meta(self, path: Path) -> dict[str, Any]:
+        try:
+            raw = (pq.read_schema(path).metadata or {}).get(self.meta_key)
+            meta = json.loads(raw) if raw else {}
+        except (OSError, pa.ArrowInvalid, ValueError):
+            meta = {}
+        return meta if isinstance(meta, dict) else {}
+
+    def finished(self) -> dict[str, tuple[Path, dict[str, Any]]]:
+        """Unit -> (its part, its metadata); a part made with another key is refused (never
+        mixed in), a torn temporary file removed."""
+        done: dict[str, tuple[Path, dict[str, Any]]] = {}
+        if not self.parts.is_dir():
+            return done
+        for stale in self.parts.glob(".*.tmp"):
+            stale.unlink(missing_ok=True)
+        for part in sorted(self.parts.glob("*.parquet")):
+            meta = self._meta(part)
+            if {k: meta.get(k) for k in self.key} != self.key or "unit" not in meta:
+                raise StatreconError(f"{part} was made from another release or delta; "
+                                     f"remove {self.parts} or choose another --out")
+            done[str(meta["unit"])] = (part, meta)
+        return done
+
+    def write(self, unit: str, table: pa.Table, info: dict[str, Any]) -> None:
+        """Store one unit atomically."""
+        self.parts.mkdir(parents=True, exist_ok=True)
+        meta = {**self.key, "unit": unit, **info}
+        tagged = table.replace_schema_metadata({self.meta_key: json.dumps(meta).encode()})
+        write_atomically(self.parts / f"{unit}.parquet",
+                         lambda tmp: pq.write_table(tagged, tmp))
+
+    def clear(self) -> None:
+        """Remove the parts once merged into OUT."""
+        if self.parts.is_dir():
+            for part in self.parts.glob("*.parquet"):
+                part.unlink()
+            if not any(self.parts.iterdir()):
+                self.parts.rmdir()
 
 
 def read_recon(path: Path) -> tuple[pa.Table, dict[str, Any]]:

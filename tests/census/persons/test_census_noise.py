@@ -109,6 +109,7 @@ def test_a_noisy_release_gets_the_noise_aware_estimate(releases: dict[str, Path]
     truth = read_release(releases["exact"]).block_values[:, 0].sum()
     assert abs(data["persons"] - truth) <= 0.1 * truth  # the totals are fixed top down
     assert "top-down" in str(_recon_meta(out)["solver"])
+    assert _recon_meta(out)["estimate"] is True
     compared = statrecon("census", "compare", "--truth", SLICE, "--recon", out, "--json")
     assert compared.returncode == 0, compared.stderr
     result = json_of(compared)
@@ -129,6 +130,7 @@ def test_rho_inf_is_reconstructed_by_the_exact_model(releases: dict[str, Path],
                      "--json")
     assert proc.returncode == 0, proc.stderr
     assert _recon_meta(out)["solver"] == "CP-SAT"
+    assert _recon_meta(out)["estimate"] is False
     exact = read_release(releases["exact"])
     assert json_of(proc)["persons"] == exact.block_values[:, 0].sum()
 
