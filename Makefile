@@ -40,6 +40,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_front_door.py --repeat 3
 	$(BIN)/python benchmarks/bench_census.py --dask
 	$(BIN)/python benchmarks/bench_dp_census.py
+	$(BIN)/python benchmarks/check_certain_within_noise.py
 	$(BIN)/python benchmarks/bench_claims.py --paper-sample 6 --paper-full-units 2
 	$(BIN)/python benchmarks/peers/bench_tauargus.py
 	$(BIN)/python benchmarks/bench_tables.py
