@@ -38,14 +38,25 @@ def run(*args: str | Path) -> tuple[dict[str, object], float]:
     return (json.loads(proc.stdout) if proc.stdout.strip() else {}), elapsed
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
+def add_census_arguments(ap: argparse.ArgumentParser) -> None:
+    """``--workers`` and ``--persons``, as every census benchmark takes them."""
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--persons", type=Path, default=DATA)
-    ap.add_argument("--dask", action="store_true", help="also run on a local Dask cluster")
+
+
+def parse_census_arguments(ap: argparse.ArgumentParser) -> argparse.Namespace:
+    """The arguments, or exit naming the persons file when it is not there."""
     args = ap.parse_args()
     if not args.persons.exists():
         sys.exit(f"{args.persons}: not found (the bundled file is {DATA.relative_to(ROOT)})")
+    return args
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    add_census_arguments(ap)
+    ap.add_argument("--dask", action="store_true", help="also run on a local Dask cluster")
+    args = parse_census_arguments(ap)
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
         tab, t_tab = run("census", "tabulate", "--persons", args.persons, "--out",

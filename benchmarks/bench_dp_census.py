@@ -12,12 +12,12 @@ certification, no scores) timed in this same run.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 from pathlib import Path
 
-from bench_census import DATA, ROOT, run  # the same CLI runner: one subprocess per stage
+# the same CLI runner (one subprocess per stage) and arguments
+from bench_census import add_census_arguments, parse_census_arguments, run
 
 TARGET_S = 600.0
 
@@ -27,11 +27,8 @@ def main() -> None:
     ap.add_argument("--rho", default="2.63")
     ap.add_argument("--rank", type=int, default=20)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
-    ap.add_argument("--persons", type=Path, default=DATA)
-    args = ap.parse_args()
-    if not args.persons.exists():
-        sys.exit(f"{args.persons}: not found (the bundled file is {DATA.relative_to(ROOT)})")
+    add_census_arguments(ap)
+    args = parse_census_arguments(ap)
     workers = str(args.workers)
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)

@@ -15,12 +15,12 @@ brute-force oracles), so it runs in `make bench`.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 from pathlib import Path
 
-from bench_census import DATA, ROOT, run  # the same CLI runner: one subprocess per stage
+# the same CLI runner (one subprocess per stage) and arguments
+from bench_census import add_census_arguments, parse_census_arguments, run
 
 RHOS = "0.1,0.5,1,2.63,10,inf"
 
@@ -30,11 +30,8 @@ def main() -> None:
     ap.add_argument("--rho", default=RHOS, help=f"comma-separated budgets (default {RHOS})")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--delta", type=float, default=0.05)
-    ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
-    ap.add_argument("--persons", type=Path, default=DATA)
-    args = ap.parse_args()
-    if not args.persons.exists():
-        sys.exit(f"{args.persons}: not found (the bundled file is {DATA.relative_to(ROOT)})")
+    add_census_arguments(ap)
+    args = parse_census_arguments(ap)
     workers = str(args.workers)
     false_claims = 0
     with tempfile.TemporaryDirectory() as tmp:
