@@ -35,6 +35,8 @@ CliRunner = Callable[..., CliResult]
 
 ROOT = Path(__file__).resolve().parents[1]  # the repository
 EXAMPLES = ROOT / "examples"
+# three real tracts of the bundled census persons (920 persons, 217 blocks): fast census tests
+SLICE = EXAMPLES / "census" / "persons_3tracts.csv"
 SCRIPT = Path(sys.executable).parent / "statrecon"
 COMMAND = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "statrecon.cli"]
 EXIT_FOR_STATUS = {"unique": 0, "multiple": 0, "infeasible": 2, "unknown": 3}

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 import typer
-from conftest import COMMAND, EXAMPLES, ROOT, SUM_ALL, audit_cli
+from conftest import COMMAND, EXAMPLES, ROOT, SLICE, SUM_ALL, audit_cli
 from typer.testing import CliRunner
 
 from statrecon.commands.progress import PlainProgress, elapsed_text
@@ -84,7 +84,7 @@ def test_reconstruct_json_says_it_is_running() -> None:
 def test_census_steps_say_they_are_running(command: str, tmp_path: Path) -> None:
     """Census tabulate, compare and report take seconds on a real file: they report progress
     on stderr too (plain lines off a terminal), and --quiet silences them."""
-    persons = EXAMPLES / "census" / "persons_3tracts.csv"
+    persons = SLICE
     env = {"STATRECON_PROGRESS_INTERVAL": "0.01"}
     release, recon = tmp_path / "r.parquet", tmp_path / "c.parquet"
     assert run_cli("census", "tabulate", "--persons", persons, "--out", release, "--quiet"

@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 import yaml
-from conftest import CliRunner
+from conftest import SLICE, CliRunner
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -97,7 +97,7 @@ def test_reconstruct_linear_keys(run_cli: CliRunner) -> None:
 
 
 def test_census_keys(run_cli: CliRunner, tmp_path: Path) -> None:
-    persons = EXAMPLES / "census" / "persons_3tracts.csv"
+    persons = SLICE
     release, recon = tmp_path / "r.parquet", tmp_path / "c.parquet"
     code, out, err = run_cli("census", "tabulate", "--persons", persons, "--out", release,
                              "--json", "--quiet")

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLES, CliRunner
+from conftest import EXAMPLES, SLICE, CliRunner
 
 from statrecon.engines import exact
 from statrecon.engines.exact import ExactOptions
@@ -99,7 +99,7 @@ def test_census_and_claims_runs_have_a_default_per_unit_time_limit() -> None:
 def test_census_reconstruct_takes_inf(run_cli: CliRunner, tmp_path: Path) -> None:
     """'--time-limit inf' is accepted on the command line and the run completes."""
     code, out, err = run_cli("census", "tabulate", "--persons",
-                             EXAMPLES / "census" / "persons_3tracts.csv", "--out",
+                             SLICE, "--out",
                              tmp_path / "release.parquet", "--quiet")
     assert code == EXIT_OK, err
     code, out, err = run_cli("census", "reconstruct", tmp_path / "release.parquet", "--out",

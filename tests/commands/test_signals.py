@@ -14,7 +14,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from conftest import COMMAND, ROOT, json_of, statrecon
+from conftest import COMMAND, ROOT, SLICE, json_of, statrecon
 
 from statrecon.engines.claims import ClaimsOptions
 from statrecon.runs.claims import Shared, run_blocks
@@ -23,7 +23,6 @@ from statrecon.runs.stores import BlockStore, read_records
 pytestmark = pytest.mark.skipif(not Path("/proc/self/fd").is_dir(),
                                 reason="watches processes through /proc (Linux)")
 
-SLICE = ROOT / "examples" / "census" / "persons_3tracts.csv"
 STOP_WITHIN_S = 3.0
 
 # Six rows, two sums: astronomically many datasets, so --all enumerates until stopped.

@@ -7,13 +7,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import EXAMPLES, statrecon
+from conftest import SLICE, statrecon
 
 from statrecon.census.persons.release import CensusRelease, TractTables, read_release
 from statrecon.engines.census import CellMatrices
 from statrecon.engines.census_noisy import NoisyTract, reconstruct_noisy_tract
 
-SLICE = EXAMPLES / "census" / "persons_3tracts.csv"
 SMALL_TRACTS = ("06037532400", "34017006900")  # 5 blocks and 1 block
 
 

@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import EXAMPLES, assert_user_error, json_of, statrecon
+from conftest import SLICE, assert_user_error, json_of, statrecon
 
-SLICE = EXAMPLES / "census" / "persons_3tracts.csv"
 SMALL_TRACTS = ("06037532400", "34017006900")  # 5 blocks and 1 block
 
 

@@ -17,13 +17,12 @@ from typing import Any
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-from conftest import EXAMPLES, assert_user_error, statrecon
+from conftest import SLICE, assert_user_error, statrecon
 
 from statrecon.errors import StatreconError
 from statrecon.experiments.census_match import compare
 from statrecon.report.census import write_report
 
-SLICE = EXAMPLES / "census" / "persons_3tracts.csv"
 IMG = re.compile(r'<img src="data:image/png;base64,([A-Za-z0-9+/=]+)"')
 
 

@@ -23,7 +23,8 @@ before fitting below; this does the same on one tract:
 4. **Single-year ages.** Each class's persons of the tract histogram are dealt to the blocks
    holding that class (a seeded shuffle: no block table tells them apart).
 
-The result is an estimate, never called certain, with its weighted deviation reported.
+The result is an estimate, never called certain (``reconstruct_noisy``: every block's
+``unique`` is None and no person is in ``certain``).
 Measured on the 28 tracts: see BENCHMARKS.md (issue 16).
 """
 
@@ -46,21 +47,6 @@ from statrecon.engines.cpsat import Deadline
 from statrecon.engines.intervals.highs import HOT_START, build_highs, highs_core
 
 FLOW_SCALE = 1000  # min-cost flow costs are integers: fractions of a person x FLOW_SCALE
-
-
-@dataclass(frozen=True)
-class TopDownTract:
-    """One tract's estimate: persons per block as attribute cells (a multiset per block), the
-    weighted deviation they leave from all measurements, and how long each stage took.
-    ``status`` is "estimate", or "unknown" when a stage ran out of time."""
-
-    tract: str
-    records: tuple[np.ndarray, ...]  # per block position: attribute cells, one per person
-    persons: int
-    deviation: float
-    status: str
-    tract_s: float
-    block_s: float
 
 
 @dataclass(frozen=True)
@@ -105,13 +91,7 @@ def _round_to(shares: np.ndarray, total: int) -> np.ndarray:
         return np.zeros(len(shares), dtype=np.int64)
     if shares.sum() <= 0:
         shares = np.ones(len(shares))
-    exact = shares * (total / shares.sum())
-    out = np.floor(exact).astype(np.int64)
-    left = total - int(out.sum())
-    if left > 0:
-        order = np.argsort(-(exact - out), kind="stable")
-        out[order[:left]] += 1
-    return out
+    return _round_keeping_total(shares * (total / shares.sum()), total)
 
 
 def totals(m: Measurements, mats: CellMatrices, exact_total: int | None = None
@@ -288,32 +268,6 @@ def deal_ages(h: np.ndarray, classes: np.ndarray, counts: np.ndarray,
             at += c
     return [np.sort(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
             for parts in out]
-
-
-def deviation(records: list[np.ndarray] | tuple[np.ndarray, ...], m: Measurements,
-              mats: CellMatrices) -> float:
-    """The noise-weighted L1 deviation of the persons' tables from every measurement."""
-    nb = len(records)
-    rows = np.repeat(np.arange(nb), [len(r) for r in records])
-    cells = np.concatenate(list(records)) if nb else np.zeros(0, dtype=np.int64)
-    per_block = sp.csr_matrix((np.ones(len(cells)), (rows, cells)), shape=(nb, GRID_SIZE))
-    block_tables = (per_block @ mats.block[m.counts].T).toarray()
-    tract_tables = mats.tract @ np.asarray(per_block.sum(axis=0)).ravel()
-    return float((np.abs(block_tables - m.block_values) / m.sigma_block).sum()
-                 + (np.abs(tract_tables - m.tract_values) / m.sigma_tract).sum())
-
-
-def reconstruct_topdown(tables: TractTables, mats: CellMatrices, sigma_block: np.ndarray,
-                        sigma_tract: np.ndarray, time_limit: float | None = 600.0,
-                        seed: int = 0) -> TopDownTract:
-    """The top-down estimate of one tract (module docstring)."""
-    m = measurements(tables, mats, sigma_block, sigma_tract)
-    records, total, tract_s, block_s = _estimate(m, mats, Deadline.after(time_limit), seed)
-    if records is None:
-        empty = tuple(np.zeros(0, dtype=np.int64) for _ in tables.blocks)
-        return TopDownTract(tables.tract, empty, 0, float("nan"), "unknown", tract_s, block_s)
-    return TopDownTract(tables.tract, tuple(records), total, deviation(records, m, mats),
-                        "estimate", tract_s, block_s)
 
 
 def _redrawn(m: Measurements, seed: int) -> Measurements:

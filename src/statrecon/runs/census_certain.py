@@ -44,12 +44,13 @@ Shared = tuple[tuple[Sf1Cell, ...], np.ndarray, float | None]
 _CLASSES: dict[str, tuple[CellMatrices, sp.csr_matrix]] = {}
 
 
-def _classes(cells: tuple[Sf1Cell, ...]) -> sp.csr_matrix:
+def _classes(cells: tuple[Sf1Cell, ...]) -> tuple[CellMatrices, sp.csr_matrix]:
+    """The cells' matrices and class matrix, built once per worker and definitions."""
     key = definitions_digest(cells)
     if key not in _CLASSES:
         mats = CellMatrices.build(cells)
         _CLASSES[key] = (mats, class_matrix(mats))
-    return _CLASSES[key][1]
+    return _CLASSES[key]
 
 
 def certify_tract(shared: Shared, tables: TractTables
@@ -58,9 +59,8 @@ def certify_tract(shared: Shared, tables: TractTables
     as rows (block, class, persons), the count of each block status, and its seconds."""
     cells, t_block, time_limit = shared
     t0 = time.perf_counter()
-    c = _classes(cells)
-    is_count = np.array([not cell.is_median for cell in cells if cell.level == "block"])
-    counts = np.flatnonzero(is_count)
+    mats, c = _classes(cells)
+    counts = np.flatnonzero(mats.is_count)
     statuses: dict[str, int] = {}
     rows: dict[str, list[Any]] = {"block": [], "class": [], "persons": []}
     for b, block in enumerate(tables.blocks):

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-from conftest import COMMAND, EXAMPLES, ROOT, assert_user_error, json_of, statrecon
+from conftest import COMMAND, ROOT, SLICE, assert_user_error, json_of, statrecon
 
 from statrecon.census.persons.cells import (
     CELL_FILE,
@@ -32,8 +32,6 @@ from statrecon.census.persons.cells import (
 )
 from statrecon.census.persons.microdata import load_persons
 from statrecon.runs.stores import META_KEY
-
-SLICE = EXAMPLES / "census" / "persons_3tracts.csv"
 
 
 @pytest.fixture(scope="module")

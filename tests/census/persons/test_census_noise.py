@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from conftest import EXAMPLES, assert_user_error, json_of, statrecon
+from conftest import SLICE, assert_user_error, json_of, statrecon
 
 from statrecon.census.persons.cells import person_cells, select_cells
 from statrecon.census.persons.noise import (
@@ -21,8 +21,6 @@ from statrecon.census.persons.noise import (
 )
 from statrecon.census.persons.release import METADATA_KEY, read_release
 from statrecon.errors import StatreconError
-
-SLICE = EXAMPLES / "census" / "persons_3tracts.csv"
 
 
 def test_sensitivities_count_the_cells_one_person_is_in() -> None:
