@@ -135,22 +135,24 @@ def run_ours(module: Any, tables: TableSet, time_limit: float | None = None,
 
 
 def gauss_alone(tables: TableSet) -> tuple[int, int]:
-    """statrecon's Gaussian pass alone (what GaussSuppression guards against: a primary cell
-    determined by the equations), then the integer audit of its pattern: (cells suppressed,
-    primary cells it leaves not protected). Witness tables first, the full audit on the
-    rest, as the repair loop does."""
+    """statrecon's Gaussian pass alone (what GaussSuppression guards against: a primary cell,
+    or a sum of primary zeros, determined by the equations), then the integer audit of its
+    pattern: (cells suppressed, primary cells it leaves not protected). Witness tables
+    first, the full audit on the rest, as the repair loop does."""
     from statrecon.engines.cpsat import Deadline  # lazy: only with --gauss-audit
     from statrecon.engines.intervals.reach import reach
     from statrecon.engines.suppression import ProtectOptions, prepare_run
     from statrecon.engines.suppression_fast import suppress_order
     from statrecon.engines.suppression_gauss import gauss_pattern
+    from statrecon.engines.suppression_inner import bound_sums
 
     problem = problem_from_tables(tables)
     run = prepare_run(problem, candidates(tables), None, ProtectOptions(time_limit=None))
     fixed = [j for j in range(problem.n_cells) if not problem.hidden[j]
              and not run.candidates[j]]
     secondary, _ = gauss_pattern(problem.matrix, run.primaries, fixed,
-                                 list(reversed(suppress_order(run))))
+                                 list(reversed(suppress_order(run))),
+                                 sums=bound_sums(problem, run.primaries, run.inner))
     pattern = frozenset((*run.primaries, *secondary))
     prep = run.oracle.prepared(pattern)
     rest = [i for i, r in reach(prep, list(run.primaries), Deadline.after(None)).items()

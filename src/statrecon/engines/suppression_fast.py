@@ -3,9 +3,11 @@ result, and the state of one run (:class:`Run`). The public entry is
 :func:`statrecon.engines.suppression.protect`.
 
 Fast: the Gaussian-elimination pass (:mod:`.suppression_gauss`) suppresses cells until no
-primary cell is determined by the equations alone; then a repair loop audits the pattern
-exactly and, for each primary cell still unprotected, suppresses the cell with the least cost
-per unit of what its cut asks (:mod:`.suppression_cuts`), until every primary cell passes.
+primary cell, nor any sum of primary cells that non-negativity would pin with it
+(:mod:`.suppression_inner`), is determined by the equations alone; then a repair loop
+audits the pattern exactly and, for each primary cell still unprotected, suppresses the
+cell with the least cost per unit of what its cut asks (:mod:`.suppression_cuts`), until
+every primary cell passes.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import cached_property
 from typing import Literal
 
 from statrecon.engines.cpsat import Deadline
@@ -24,6 +27,7 @@ from statrecon.engines.intervals.reach import Reached, protected_audit, reach, t
 from statrecon.engines.intervals.witness_search import search
 from statrecon.engines.suppression_cuts import AuditMap, Cut, Oracle
 from statrecon.engines.suppression_gauss import gauss_pattern
+from statrecon.engines.suppression_inner import bound_sums, breadth, inner_cells
 from statrecon.engines.suppression_prune import prune
 
 Method = Literal["fast", "exact"]
@@ -87,6 +91,15 @@ class Run:
     def primaries(self) -> tuple[int, ...]:
         return self.oracle.primaries
 
+    @cached_property
+    def inner(self) -> list[tuple[int, ...]]:
+        """The inner cells each cell sums (:func:`.suppression_inner.inner_cells`)."""
+        return inner_cells(self.problem.matrix)
+
+    @cached_property
+    def breadth(self) -> list[float]:
+        return breadth(self.problem, self.inner)
+
     def progress(self, stage: str, done: int, total: int) -> None:
         if self.on_progress is not None:
             self.on_progress(stage, done, total)
@@ -108,10 +121,12 @@ class Run:
 
 
 def suppress_order(run: Run) -> list[int]:
-    """Candidate cells, those to suppress first first: cheapest, then smallest, then index."""
-    p = run.problem
+    """Candidate cells, those to suppress first first: cheapest, then smallest, then the
+    narrowest (GaussSuppression publishes first the cells of many inner cells,
+    :func:`.suppression_inner.breadth`), then index."""
+    p, wide = run.problem, run.breadth
     return sorted((j for j in range(p.n_cells) if run.candidates[j]),
-                  key=lambda j: (run.costs[j], p.values[j], j))
+                  key=lambda j: (run.costs[j], p.values[j], wide[j], j))
 
 
 def fast(run: Run, order: Sequence[int] | None = None) -> ProtectResult:
@@ -123,7 +138,8 @@ def fast(run: Run, order: Sequence[int] | None = None) -> ProtectResult:
     first = suppress_order(run) if order is None else order
     secondary, _ = gauss_pattern(p.matrix, run.primaries, fixed, list(reversed(first)),
                                  lambda d, t: run.progress("gauss", d, t),
-                                 expired=lambda: run.deadline.expired)
+                                 expired=lambda: run.deadline.expired,
+                                 sums=bound_sums(p, run.primaries, run.inner))
     if run.deadline.expired:
         note = "time limit during the Gaussian elimination: no pattern audited"
         return run.result(frozenset(run.primaries), "unknown", {}, note=note)

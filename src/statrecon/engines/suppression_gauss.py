@@ -114,24 +114,49 @@ def null_coordinates(matrix: sp.csr_matrix) -> list[Vec]:
     return [dict(ns.expr[c]) if c in ns.expr else {c: 1} for c in range(n)]
 
 
-Key = frozenset[tuple[int, int]]
+Key = tuple[int, int] | frozenset[tuple[int, int]]
 
 
-def _key(v: Vec) -> Key:
-    """The canonical representative of v's direction: scaled so its first entry is 1 (a set
-    of entries: hashing it needs no sort)."""
+class _Prints:
+    """Three random linear forms of a vector, mod P: parallel vectors have proportional
+    prints, so the ratios of the second and third to the first name a direction in O(1)
+    once the prints are kept up to date along the vectors (they are linear: an update
+    ``target += s * source`` adds ``s * prints(source)``). Two directions share a name with
+    probability about 1/P**2, and then publishing a cell only looks like a disclosure: the
+    pass suppresses one cell too many, never too few (parallel vectors always match)."""
+
+    def __init__(self, n: int) -> None:
+        rng = np.random.default_rng(20_211_124)
+        self.w = rng.integers(1, P, size=(3, max(n, 1))).tolist()
+
+    def of(self, v: Vec) -> tuple[int, int, int]:
+        w0, w1, w2 = self.w
+        return (sum(a * w0[c] for c, a in v.items()) % P,
+                sum(a * w1[c] for c, a in v.items()) % P,
+                sum(a * w2[c] for c, a in v.items()) % P)
+
+
+def _key(v: Vec, prints: tuple[int, int, int]) -> Key:
+    """The name of v's direction (``prints``: its prints): the ratios of its prints, or,
+    when the first print is 0, v scaled so that its first entry is 1."""
+    a, b, c = prints
+    if a:
+        f = _inv(a)
+        return b * f % P, c * f % P
     f = _inv(v[min(v)])
-    return frozenset((c, a * f % P) for c, a in v.items())
+    return frozenset((k, x * f % P) for k, x in v.items())
 
 
 class _Basis:
     """The published span in reduced echelon form (``rows[q]`` has a 1 at its pivot q and 0
     at every other pivot), and the residuals of the primary cells modulo it."""
 
-    def __init__(self, primaries: dict[int, Vec]) -> None:
+    def __init__(self, primaries: dict[int, Vec], prints: _Prints) -> None:
+        self.p = prints
         self.rows: dict[int, Vec] = {}
         self.holders: dict[int, set[int]] = defaultdict(set)  # coordinate -> basis pivots
         self.res = {i: dict(v) for i, v in primaries.items()}
+        self.res_prints = {i: prints.of(v) for i, v in self.res.items()}
         self.res_holders: dict[int, set[int]] = defaultdict(set)
         self.by_key: dict[Key, set[int]] = defaultdict(set)
         self.key_of: dict[int, Key] = {}  # each residual's key
@@ -140,7 +165,7 @@ class _Basis:
             for c in v:
                 self.res_holders[c].add(i)
             if v:
-                self.key_of[i] = _key(v)
+                self.key_of[i] = _key(v, self.res_prints[i])
                 self.by_key[self.key_of[i]].add(i)
             else:
                 self.revealed.add(i)
@@ -154,7 +179,7 @@ class _Basis:
 
     def reveals(self, r: Vec) -> bool:
         """Publishing a cell of residual r would determine some primary cell."""
-        return bool(r) and bool(self.by_key.get(_key(r)))
+        return bool(r) and bool(self.by_key.get(_key(r, self.p.of(r))))
 
     def publish(self, r: Vec) -> None:
         if not r:
@@ -163,13 +188,18 @@ class _Basis:
         f = _inv(r[q])
         r = {c: a * f % P for c, a in r.items()}
         for p in list(self.holders.pop(q, set())):
-            self._update(self.rows[p], p, r, self.holders)
+            row = self.rows[p]
+            self._update(row, -row[q], p, r, self.holders)
+        rp = self.p.of(r)
         for i in list(self.res_holders.pop(q, set())):
             old = self.res[i]
             self.by_key[self.key_of.pop(i)].discard(i)
-            self._update(old, i, r, self.res_holders)
+            s = -old[q]
+            self._update(old, s, i, r, self.res_holders)
+            a, b, c = self.res_prints[i]
+            self.res_prints[i] = ((a + s * rp[0]) % P, (b + s * rp[1]) % P, (c + s * rp[2]) % P)
             if old:
-                self.key_of[i] = _key(old)
+                self.key_of[i] = _key(old, self.res_prints[i])
                 self.by_key[self.key_of[i]].add(i)
             else:
                 self.revealed.add(i)
@@ -179,8 +209,9 @@ class _Basis:
                 self.holders[c].add(q)
 
     @staticmethod
-    def _update(target: Vec, owner: int, r: Vec, index: dict[int, set[int]]) -> None:
-        for c in _axpy(target, -target[min(r)], r):
+    def _update(target: Vec, scale: int, owner: int, r: Vec,
+                index: dict[int, set[int]]) -> None:
+        for c in _axpy(target, scale, r):
             if c >= 0:
                 index[c].add(owner)
             else:
@@ -190,19 +221,27 @@ class _Basis:
 def gauss_pattern(matrix: sp.csr_matrix, primaries: Sequence[int], fixed: Sequence[int],
                   publish_order: Sequence[int],
                   on_step: Callable[[int, int], None] | None = None,
-                  expired: Callable[[], bool] | None = None) -> tuple[list[int], set[int]]:
+                  expired: Callable[[], bool] | None = None,
+                  sums: Sequence[Sequence[int]] = ()) -> tuple[list[int], set[int]]:
     """Secondary cells (in the order chosen) so that no primary cell is in the span of the
     published ones, modulo P: ``fixed`` cells are published whatever happens, then the cells
     of ``publish_order`` one by one, each suppressed instead when publishing it would
-    determine a primary cell. Also returns the primary cells the fixed cells already
+    determine a primary cell, or the sum of the cells of one of ``sums`` (imaginary primary
+    cells, :mod:`.suppression_inner`). Also returns the primary cells the fixed cells already
     determine (no choice of secondaries can save those from a linear attack).
     ``expired()`` True (checked every 256 cells): stop there, the pattern unfinished (the
     caller, which owns the clock, must not use it)."""
     X = null_coordinates(matrix)
-    basis = _Basis({i: X[i] for i in primaries})
+    guarded = {i: X[i] for i in primaries}
+    for k, cells in enumerate(sums):
+        summed: Vec = {}
+        for j in cells:
+            _axpy(summed, 1, X[j])
+        guarded[len(X) + k] = summed
+    basis = _Basis(guarded, _Prints(len(X)))
     for j in fixed:
         basis.publish(basis.reduce(X[j]))
-    lost = set(basis.revealed)
+    lost = {i for i in basis.revealed if i < len(X)}
     secondary: list[int] = []
     total = len(publish_order)
     for done, j in enumerate(publish_order, start=1):
