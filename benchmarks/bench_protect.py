@@ -142,17 +142,11 @@ def gauss_alone(tables: TableSet) -> tuple[int, int]:
     from statrecon.engines.cpsat import Deadline  # lazy: only with --gauss-audit
     from statrecon.engines.intervals.reach import reach
     from statrecon.engines.suppression import ProtectOptions, prepare_run
-    from statrecon.engines.suppression_fast import suppress_order
-    from statrecon.engines.suppression_gauss import gauss_pattern
-    from statrecon.engines.suppression_inner import bound_sums
+    from statrecon.engines.suppression_fast import gauss_secondaries
 
     problem = problem_from_tables(tables)
     run = prepare_run(problem, candidates(tables), None, ProtectOptions(time_limit=None))
-    fixed = [j for j in range(problem.n_cells) if not problem.hidden[j]
-             and not run.candidates[j]]
-    secondary, _ = gauss_pattern(problem.matrix, run.primaries, fixed,
-                                 list(reversed(suppress_order(run))),
-                                 sums=bound_sums(problem, run.primaries, run.inner))
+    secondary = gauss_secondaries(run)
     pattern = frozenset((*run.primaries, *secondary))
     prep = run.oracle.prepared(pattern)
     rest = [i for i, r in reach(prep, list(run.primaries), Deadline.after(None)).items()

@@ -37,6 +37,21 @@ def test_inner_cells_are_the_leaf_cells_under_each_cell() -> None:
         assert set(inner[j]) == _expected_inner(key, t.keys), t.cell_name(j)
 
 
+def test_inner_cells_read_either_sign_and_stop_at_a_cycle() -> None:
+    """Equations written with the total negative are read the same; a cycle (not a
+    table's hierarchy) ends: the cell met again is left out below itself."""
+    import scipy.sparse as sp
+
+    # T = r + s, r = a + b written as -r + a + b = 0; cells T0 r1 s2 a3 b4
+    signs = sp.csr_matrix(np.array([[1, -1, -1, 0, 0], [0, -1, 0, 1, 1]]))
+    assert inner_cells(signs) == [(2, 3, 4), (3, 4), (2,), (3,), (4,)]
+    # x = y + z and y = x + w: x0 y1 z2 w3
+    cycle = sp.csr_matrix(np.array([[1, -1, -1, 0], [-1, 1, 0, -1]]))
+    got = inner_cells(cycle)
+    assert got[2] == (2,) and got[3] == (3,)
+    assert 0 not in got[0] and 1 not in got[1]  # no cell is listed among its own inner cells
+
+
 def test_breadth_adds_up_like_the_table() -> None:
     """Each total's weight is the sum of its children's: the inner cells of the children
     split the total's."""

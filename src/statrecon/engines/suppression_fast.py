@@ -120,19 +120,22 @@ class Run:
             rounds=self.oracle.audits, elapsed_s=elapsed, note=note, cuts=len(self.pool))
 
 
-def suppress_order(run: Run) -> list[int]:
-    """Candidate cells, those to suppress first first: cheapest, then smallest, then the
-    narrowest (GaussSuppression publishes first the cells of many inner cells,
-    :func:`.suppression_inner.breadth`), then index."""
+def suppress_order(run: Run, zeros_last: bool = False) -> list[int]:
+    """Candidate cells, those to suppress first first: cheapest, then (``zeros_last``: the
+    non-zero cells before the zeros) smallest, then the narrowest (GaussSuppression publishes
+    first the cells of many inner cells, :func:`.suppression_inner.breadth`), then index."""
     p, wide = run.problem, run.breadth
     return sorted((j for j in range(p.n_cells) if run.candidates[j]),
-                  key=lambda j: (run.costs[j], p.values[j], wide[j], j))
+                  key=lambda j: (run.costs[j], zeros_last and p.values[j] == 0, p.values[j],
+                                 wide[j], j))
 
 
-def fast(run: Run, order: Sequence[int] | None = None) -> ProtectResult:
-    """Gaussian elimination, then the audit-driven repair loop (module docstring).
-    ``order``: the candidate cells, those to suppress first first (default
-    :func:`suppress_order`)."""
+def gauss_secondaries(run: Run, order: Sequence[int] | None = None) -> list[int]:
+    """The Gaussian pass of ``run`` (:mod:`.suppression_gauss`): the cells that may not be
+    suppressed are published first, then the candidates in the reverse of ``order``
+    (default :func:`suppress_order`); no primary cell, nor any sum of primary cells at their
+    bound (:func:`.suppression_inner.bound_sums`), is left determined by the equations.
+    Unfinished when the run's deadline expires (the caller checks it)."""
     p = run.problem
     fixed = [j for j in range(p.n_cells) if not p.hidden[j] and not run.candidates[j]]
     first = suppress_order(run) if order is None else order
@@ -140,6 +143,14 @@ def fast(run: Run, order: Sequence[int] | None = None) -> ProtectResult:
                                  lambda d, t: run.progress("gauss", d, t),
                                  expired=lambda: run.deadline.expired,
                                  sums=bound_sums(p, run.primaries, run.inner))
+    return secondary
+
+
+def fast(run: Run, order: Sequence[int] | None = None) -> ProtectResult:
+    """Gaussian elimination, then the audit-driven repair loop (module docstring).
+    ``order``: the candidate cells, those to suppress first first (default
+    :func:`suppress_order`)."""
+    secondary = gauss_secondaries(run, order)
     if run.deadline.expired:
         note = "time limit during the Gaussian elimination: no pattern audited"
         return run.result(frozenset(run.primaries), "unknown", {}, note=note)

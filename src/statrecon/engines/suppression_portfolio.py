@@ -68,9 +68,7 @@ def swapped(run: Run, best: ProtectResult) -> ProtectResult:
 
 def zeros_last(run: Run) -> list[int]:
     """:func:`suppress_order` with the zero cells after the others of the same cost."""
-    p, wide = run.problem, run.breadth
-    return sorted((j for j in range(p.n_cells) if run.candidates[j]),
-                  key=lambda j: (run.costs[j], p.values[j] == 0, p.values[j], wide[j], j))
+    return suppress_order(run, zeros_last=True)
 
 
 def _size(r: ProtectResult) -> tuple[Fraction, int]:
