@@ -138,3 +138,48 @@ def test_protect_bad_inputs_write_nothing(run_cli: CliRunner, tmp_path: Path) ->
     assert_one_line_error(run_cli("tables", "protect", TAB, "--out", tmp_path / "b.tab"),
                           "does not add up")
     assert list(tmp_path.iterdir()) == []
+
+
+CELLS = ("--dimensions", "a,b", "--value", "value", "--status", "status", "--frequency",
+         "frequency")
+
+
+def test_a_primary_zero_beside_a_published_zero_is_protected(run_cli: CliRunner,
+                                                              tmp_path: Path) -> None:
+    """Issue 28, defect 1: a zero with contributors may be suppressed like any cell; protect
+    used to prove "infeasible" over the non-zero cells only. Now it writes a pattern that the
+    audit command passes, and reports its one primary cell (defect 2: it said 0)."""
+    src = tmp_path / "t.csv"
+    src.write_text("a,b,value,frequency,status\nx,p,0,1,primary\nx,q,0,3,safe\n"
+                   "y,p,5,3,safe\ny,q,6,4,safe\n")
+    out = tmp_path / "o.csv"
+    code, data, err = run_cli("tables", "protect", src, *CELLS, "--out", out, "--json",
+                              "--quiet")
+    assert code == 0, err
+    got = json.loads(data)
+    assert got["status"] == "feasible" and got["primary"] == 1
+    code, _, err = run_cli("tables", "audit", out, *CELLS, "--quiet")
+    assert code == 0, err
+
+
+def test_infeasible_names_the_rules_that_kept_cells_out(run_cli: CliRunner,
+                                                        tmp_path: Path) -> None:
+    """x + y = Total with x primary, y empty (no contributors) and Total protected: no cell
+    that may be suppressed hides x, so "infeasible", proven over the cells allowed; the
+    output names both cells kept out and the rule that kept each, and the primary cell is
+    counted. --suppress-empty offers y, and then x is protected."""
+    src = tmp_path / "t.csv"
+    src.write_text("a,value,frequency,status\nx,3,1,primary\ny,0,0,safe\nTotal,3,1,protected\n")
+    out = tmp_path / "o.csv"
+    args = ("tables", "protect", src, "--dimensions", "a", *CELLS[2:], "--out", out)
+    code, data, _ = run_cli(*args, "--json", "--quiet")
+    got = json.loads(data)
+    assert code == 2 and got["status"] == "infeasible" and got["primary"] == 1
+    assert got["excluded"] == {"protected": ["Total"], "empty": ["a=y"]}
+    assert not out.exists()
+    code, text, _ = run_cli(*args)
+    assert code == 2
+    assert "1 primary" in text and "none audited" in text
+    assert "status protected (P)" in text and "--suppress-empty" in text
+    code, data, err = run_cli(*args, "--suppress-empty", "--json", "--quiet")
+    assert code == 0 and json.loads(data)["secondary"][0]["name"] == "a=y", err

@@ -1,10 +1,11 @@
 """Secondary suppression (``engines.suppression.protect``) against a brute-force oracle: on tiny
 tables (2x3 with totals, a 2-level hierarchy, 2x2x2) with one or two primary cells, a few
-candidate cells and random costs, every subset of the candidates is audited with the integer
-audit (the audit engine, itself checked against enumeration in ``test_intervals_tables``), in
-order of cost; the first that protects every primary cell gives the least cost. The exact
-method must find that cost and say optimal (or say infeasible when no subset protects); the
-fast method must return a pattern that passes the audit, at no less than that cost."""
+candidate cells (zeros among them) and random costs, every subset of the candidates is audited
+with the integer audit (the audit engine, itself checked against enumeration in
+``test_intervals_tables``), in order of cost; the first that protects every primary cell gives
+the least cost. The exact method must find that cost and say optimal (or say infeasible when no
+subset protects); the fast method must return a pattern that passes the audit, at no less than
+that cost."""
 
 from __future__ import annotations
 
@@ -57,22 +58,16 @@ def instances(draw: st.DrawFn) -> tuple[IntervalProblem, list[int], list[int]]:
     leaves = np.array(draw(st.lists(st.integers(0, 4), min_size=int(np.prod(shape)),
                                     max_size=int(np.prod(shape))))).reshape(shape)
     t = linked(hiers, tables, leaves)
-    positive = [j for j, v in enumerate(t.values) if v > 0]
-    if not positive:
-        leaves.flat[0] = 1
-        t = linked(hiers, tables, leaves)
-        positive = [j for j, v in enumerate(t.values) if v > 0]
-    primaries = draw(st.lists(st.sampled_from(positive), min_size=1, max_size=2,
-                              unique=True))
+    cells = range(len(t.values))  # zeros too: a zero with contributors may be primary or secondary
+    primaries = draw(st.lists(st.sampled_from(cells), min_size=1, max_size=2, unique=True))
     protection = [(0, 0)] * len(t.values)
     sliding = [Fraction(0)] * len(t.values)
     for i in primaries:
         if draw(st.booleans()):
             protection[i] = (draw(st.integers(0, t.values[i])), draw(st.integers(0, 3)))
         sliding[i] = Fraction(draw(st.sampled_from([0, 0, 2, 4])))
-    others = [j for j in positive if j not in primaries]
-    candidates = sorted(draw(st.lists(st.sampled_from(others), max_size=6, unique=True))
-                        if others else [])
+    others = [j for j in cells if j not in primaries]
+    candidates = sorted(draw(st.lists(st.sampled_from(others), max_size=6, unique=True)))
     costs = [draw(st.integers(1, 3)) for _ in t.values]
     p = replace(t.problem(primaries, protection=protection), sliding=tuple(sliding))
     return p, candidates, costs
@@ -89,10 +84,11 @@ def test_exact_finds_the_least_cost_and_fast_a_safe_pattern(
                     options=ProtectOptions(method="exact", time_limit=None))
     fast = protect(p, candidates=allowed, costs=costs,
                    options=ProtectOptions(method="fast", time_limit=None))
-    if oracle is None:
+    if oracle is None:  # "infeasible" is a proof over exactly the cells allowed
         assert exact.status == "infeasible"
         assert fast.status == "infeasible"
         return
+    assert "infeasible" not in (exact.status, fast.status)
     assert exact.status == "optimal"
     assert exact.cost == oracle
     assert fast.status == "feasible"
@@ -318,3 +314,16 @@ def test_the_master_goes_to_highs_only_when_floats_hold_it_exactly(scale: int,
     assert set(r.secondary) == {cell(t, A="a1", B="b0"), cell(t, A="a0", B="b2"),
                                 cell(t, A="a1", B="b2")}
     assert r.cost == (6 + 1 + 2) * scale
+
+
+def test_zeros_are_offered_by_default_and_a_primary_zero_is_protected() -> None:
+    """A primary zero beside a published zero (issue 28, defect 1): the engine's default
+    offers every published cell, zeros included, so the pattern exists and is found; the
+    oracle over every published cell agrees that one does."""
+    t = two_by_three([[0, 0, 4], [5, 6, 7]])
+    i = cell(t, A="a0", B="b0")
+    p = t.problem([i])
+    for method in ("fast", "exact"):
+        r = protect(p, options=ProtectOptions(method=method, time_limit=None))
+        assert r.status in ("feasible", "optimal") and protects(p, r.hidden), r.note
+        assert r.primary == (i,)

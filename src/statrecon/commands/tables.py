@@ -315,6 +315,10 @@ def protect(
     cost: Annotated[str, typer.Option(
         help="What to minimise: count (cells), value (their total), or cost (the table's "
              "cost column, e.g. tau-Argus's COSTVAR).")] = "count",
+    suppress_empty: Annotated[bool, typer.Option(
+        "--suppress-empty", help="Offer empty cells (no contributors: value 0, frequency 0) "
+        "for secondary suppression too; by default they are published, as tau-Argus does. "
+        "Zeros with contributors are always offered.")] = False,
     apriori: AprioriOption = "nonnegative",
     time_limit: Annotated[float | None, typer.Option(
         min=0.001, help="Seconds for the whole run; past it the best audited pattern is "
@@ -356,7 +360,8 @@ def protect(
         options = ProtectOptions(method=cast(Any, method),
                                  time_limit=limit,
                                  on_progress=lambda stage, done, total: tell(done, total, stage))
-        done = protect_tables(tables, options, cost=cast(Any, cost), apriori=cast(Any, apriori))
+        done = protect_tables(tables, options, cost=cast(Any, cost), apriori=cast(Any, apriori),
+                              suppress_empty=suppress_empty)
     if done.protected:
         report.write_protected(done.tables, out)
     if as_json:

@@ -50,9 +50,9 @@ def protect(problem: IntervalProblem, *, candidates: Sequence[bool] | None = Non
             options: ProtectOptions | None = None) -> ProtectResult:
     """Suppress further cells of ``problem`` so that its hidden (primary) cells are protected.
 
-    ``candidates[j]`` False: cell j may not be suppressed (default: every published cell with
-    a value > 0). ``costs``: the cost of suppressing each cell (default 1: the number of
-    cells), >= 0."""
+    ``candidates[j]`` False: cell j may not be suppressed (default: every published cell;
+    "infeasible" is proven over exactly the cells allowed). ``costs``: the cost of
+    suppressing each cell (default 1: the number of cells), >= 0."""
     options = options or ProtectOptions()
     if options.method not in METHODS:
         raise StatreconError(f"suppression method {options.method!r}: choose from "
@@ -72,8 +72,7 @@ def prepare_run(problem: IntervalProblem, candidates: Sequence[bool] | None,
     check_problem(problem)
     n = problem.n_cells
     if candidates is None:
-        cand = tuple(not h and v > 0 for h, v in zip(problem.hidden, problem.values,
-                                                      strict=True))
+        cand = tuple(not h for h in problem.hidden)
     elif len(candidates) != n:
         raise StatreconError(f"candidates has {len(candidates)} entries for {n} cells")
     else:

@@ -59,7 +59,9 @@ class ProtectOptions:
 class ProtectResult:
     """The final pattern (``hidden``: primary and secondary cells), its secondary cells in
     the order they were chosen, their total cost, the status, and the integer audit of every
-    primary cell under ``hidden``. ``rounds``: patterns audited; ``cuts``: cuts generated."""
+    primary cell under ``hidden`` (``audit``: every primary cell once a pattern passed; a
+    proof of infeasibility may come before any audit, so ``primary`` lists them all).
+    ``rounds``: patterns audited; ``cuts``: cuts generated."""
 
     hidden: tuple[bool, ...]
     secondary: tuple[int, ...]
@@ -70,6 +72,7 @@ class ProtectResult:
     elapsed_s: float
     note: str = ""
     cuts: int = 0
+    primary: tuple[int, ...] = ()
 
 
 @dataclass
@@ -117,7 +120,8 @@ class Run:
             cost=sum((self.costs[j] for j in secondary), Fraction(0)), status=status,
             audit=AuditResult(tuple(audits[i] for i in self.primaries if i in audits),
                               elapsed),
-            rounds=self.oracle.audits, elapsed_s=elapsed, note=note, cuts=len(self.pool))
+            rounds=self.oracle.audits, elapsed_s=elapsed, note=note, cuts=len(self.pool),
+            primary=self.primaries)
 
 
 def suppress_order(run: Run, zeros_last: bool = False) -> list[int]:
@@ -339,7 +343,8 @@ def _cheapest(run: Run, cut: Cut, suppressed: frozenset[int]) -> int:
 def _infeasible(run: Run, state: Repair, cell: int, cut: Cut) -> ProtectResult:
     why = "its LP interval" if cut.kind == "lp" else "its interval"
     note = (f"cell {run.problem.cell_names[cell]!r} cannot be protected: no cell that may "
-            f"be suppressed widens {why} enough (proven with every useful cell suppressed)")
+            f"be suppressed widens {why} enough (proven over every cell that may be "
+            "suppressed)")
     return run.result(state.suppressed, "infeasible", state.audits, state.order, note)
 
 

@@ -18,7 +18,7 @@ from rich.table import Table as RichTable
 
 from statrecon.engines.intervals import CellAudit, Interval, Verdict
 from statrecon.report import safe_text
-from statrecon.runs.tables import TableAudit, TableProtection
+from statrecon.runs.tables import EXCLUSION_RULES, TableAudit, TableProtection
 from statrecon.tables import TableSet
 
 VERDICTS: tuple[Verdict, ...] = ("disclosed", "under-protected", "unknown", "protected")
@@ -204,8 +204,10 @@ def protection_json(done: TableProtection, out: Path | None = None) -> dict[str,
     verdicts = Counter(c.verdict for c in result.audit.cells)
     return {
         "status": result.status, "note": result.note,
-        "primary": len(result.audit.cells), "secondary": secondary,
-        "suppressed": len(result.audit.cells) + len(secondary),
+        "primary": len(result.primary), "secondary": secondary,
+        "suppressed": len(result.primary) + len(secondary),
+        "excluded": {rule: [done.tables.cell_name(k) for k in keys]
+                     for rule, keys in done.excluded.items()},
         "cost": float(result.cost), "cost_exact": str(result.cost),
         "audit": {v: verdicts.get(v, 0) for v in VERDICTS},
         "primary_cells": [c.to_json() for c in result.audit.cells],
@@ -216,14 +218,25 @@ def protection_json(done: TableProtection, out: Path | None = None) -> dict[str,
 
 def render_protection(done: TableProtection, out: Path, console: Console) -> None:
     result = done.result
-    primary = len(result.audit.cells)
+    primary = len(result.primary)
     verdicts = Counter(c.verdict for c in result.audit.cells)
+    audited = ", ".join(f"{verdicts[v]} {v}" for v in VERDICTS if verdicts.get(v))
+    if len(result.audit.cells) < primary:
+        audited = (f"{audited} ({len(result.audit.cells)} of {primary} audited)" if audited
+                   else "none audited")
     console.print(f"{result.status}: {primary} primary and {len(done.secondary)} secondary "
                   f"cells suppressed (cost {_number(result.cost)}) in {result.elapsed_s:.2f} s; "
-                  "integer audit of the primary cells: "
-                  + ", ".join(f"{verdicts[v]} {v}" for v in VERDICTS if verdicts.get(v)))
+                  f"integer audit of the primary cells: {audited}")
     if result.note:
         console.print(safe_text(result.note), style="dim")
+    for rule, keys in done.excluded.items():
+        count = f"{len(keys)} cell{'s' if len(keys) != 1 else ''}"
+        line = f"not offered for suppression: {count} ({EXCLUSION_RULES[rule]})"
+        if result.status == "infeasible":  # the proof holds over the cells left: name these
+            names = [done.tables.cell_name(k) for k in keys[:5]]
+            more = f"; and {len(keys) - 5} more" if len(keys) > 5 else ""
+            line += ": " + "; ".join(names) + more
+        console.print(safe_text(line), style="dim")
     if done.protected:
         console.print(f"wrote {safe_text(out)}")
     else:

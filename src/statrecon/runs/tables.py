@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from contextlib import closing
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from statrecon.engines.intervals import AuditOptions, AuditResult, CellAudit, audit_cell, prepare
@@ -20,7 +20,7 @@ from statrecon.engines.table_problem import Apriori, problem_from_tables
 from statrecon.errors import StatreconError
 from statrecon.runs.parallel import run_units
 from statrecon.runs.progress import Progress, Step
-from statrecon.tables import CellStatus, TableSet
+from statrecon.tables import Cell, CellStatus, TableSet
 
 
 @dataclass(frozen=True)
@@ -84,24 +84,57 @@ class TableProtection:
     tables: TableSet
     result: ProtectResult
     secondary: tuple[Any, ...]
+    excluded: dict[str, tuple[Any, ...]] = field(default_factory=dict)
 
     @property
     def protected(self) -> bool:
         return self.result.status in ("optimal", "feasible")
 
 
+# Why a published cell is not offered for secondary suppression (the keys of ``excluded``).
+EXCLUSION_RULES: dict[str, str] = {
+    "protected": "status protected (P): never suppressed",
+    "empty": "empty: no contributors (value 0, frequency 0); --suppress-empty offers them",
+}
+
+
+def is_empty(cell: Cell) -> bool:
+    """A cell known to have no contributors (tau-Argus's empty cell). A zero whose
+    frequency is not given may have contributors: it is not empty."""
+    return cell.status is CellStatus.EMPTY or (cell.value == 0 and cell.frequency == 0)
+
+
+def exclusion(cell: Cell, suppress_empty: bool) -> str | None:
+    """The rule (a key of ``EXCLUSION_RULES``) that keeps a published cell from being
+    suppressed, or None when it may be; primary and secondary cells are never excluded."""
+    if cell.status.suppressed:
+        return None
+    if cell.status is CellStatus.PROTECTED:
+        return "protected"
+    if is_empty(cell) and not suppress_empty:
+        return "empty"
+    return None
+
+
 def protect_tables(tables: TableSet, options: ProtectOptions | None = None, *,
-                   cost: Cost = "count", apriori: Apriori = "nonnegative") -> TableProtection:
+                   cost: Cost = "count", apriori: Apriori = "nonnegative",
+                   suppress_empty: bool = False) -> TableProtection:
     """Choose secondary cells so that every primary cell of ``tables`` is protected under the
-    integer audit. Cells that may not be suppressed: protected (P) and empty ones. ``cost``:
-    minimise the number of cells, their total value, or their cost column (tau-Argus's
-    COSTVAR; a cell without one costs its value)."""
+    integer audit. Every published cell may be suppressed, zeros included, except those a
+    rule of ``EXCLUSION_RULES`` keeps (``excluded`` of the result names them, so that an
+    "infeasible" proof says over which cells it holds): protected (P) cells, and empty cells
+    unless ``suppress_empty``. ``cost``: minimise the number of cells, their total value, or
+    their cost column (tau-Argus's COSTVAR; a cell without one costs its value)."""
     if cost not in COSTS:
         raise StatreconError(f"cost {cost!r}: choose from {', '.join(COSTS)}")
     problem = problem_from_tables(tables, apriori)
     cells = tables.cells()
-    candidates = [c.status in (CellStatus.SAFE, CellStatus.SECONDARY) and c.value > 0
-                  for c in cells]
+    keys = tables.keys()
+    rules = [exclusion(c, suppress_empty) for c in cells]
+    candidates = [not c.status.suppressed and rule is None for c, rule in zip(cells, rules,
+                                                                              strict=True)]
+    excluded = {name: tuple(k for k, r in zip(keys, rules, strict=True) if r == name)
+                for name in EXCLUSION_RULES}
     if cost == "count":
         costs = None
     elif cost == "value":
@@ -109,7 +142,7 @@ def protect_tables(tables: TableSet, options: ProtectOptions | None = None, *,
     else:
         costs = [c.cost if c.cost is not None else c.value for c in cells]
     result = protect(problem, candidates=candidates, costs=costs, options=options)
-    keys = tables.keys()
     secondary = tuple(keys[j] for j in result.secondary)
     marked = tables.with_statuses({k: CellStatus.SECONDARY for k in secondary})
-    return TableProtection(marked, result, secondary)
+    return TableProtection(marked, result, secondary,
+                           {name: got for name, got in excluded.items() if got})
