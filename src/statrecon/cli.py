@@ -17,7 +17,7 @@ from rich.markup import escape
 from typer.exceptions import Abort, Exit, TyperException
 
 from statrecon.engines.linear.estimators import estimators_help
-from statrecon.errors import InconsistentReleaseError, StatreconError
+from statrecon.errors import InconsistentReleaseError, StatreconError, TimeLimitReached
 from statrecon.exitcodes import (
     EXIT_INFEASIBLE,
     EXIT_INTERNAL,
@@ -50,6 +50,14 @@ app = typer.Typer(
     no_args_is_help=True,
     help="What do these published statistics reveal about individuals?",
 )
+
+
+@app.callback()
+def _command_session(ctx: typer.Context) -> None:
+    # every command records the files it reads, so that no output replaces one of them
+    from statrecon.inputs import begin_session
+
+    ctx.call_on_close(begin_session())
 
 
 @app.command()
@@ -168,18 +176,14 @@ def tabulate(
                        ] = False,
 ) -> None:
     """Compute a release's true answers from microdata (what a publisher would print)."""
+    from statrecon.outputs import check_writable
     from statrecon.release.files import load_release, write_filled_release
     from statrecon.release.model import SuppressionRule
     from statrecon.release.tabulate import load_microdata
     from statrecon.release.tabulate import tabulate as run
 
-    for name, given in (("--release", release), ("--microdata", microdata)):
-        if _same_file(out, given):  # the input would be gone before it is read in full
-            raise StatreconError(f"--out {out}: is the {name} file itself; write the filled "
-                                 "release elsewhere")
-    from statrecon.outputs import check_writable
-
-    check_writable(out, "--out")
+    check_writable(out, "--out", inputs_given=(("--release", release),
+                                                  ("--microdata", microdata)))
     from statrecon.commands.progress import activity
 
     rel = load_release(release)
@@ -226,14 +230,6 @@ def _print_route(console: Console, route: Any) -> None:
 
     console.print(f"Engine: {route.engine} ({route.method}), chosen by "
                   f"{escape(safe_text(route.reason))}", highlight=False, soft_wrap=True)
-
-
-def _same_file(a: Path, b: Path) -> bool:
-    """The same file under two names (relative, symlinked or hard-linked)."""
-    try:
-        return a.resolve() == b.resolve() or (a.exists() and b.exists() and a.samefile(b))
-    except OSError:
-        return False
 
 
 def _register_subcommands() -> None:
@@ -290,6 +286,10 @@ def main() -> None:
         # Messages quote user text (ids, SQL, paths): print it literally, not as Rich markup.
         err.print(f"[bold red]error:[/] {escape(safe_text(e))}", highlight=False, soft_wrap=True)
         sys.exit(EXIT_USER)
+    except TimeLimitReached as e:  # work that watches no deadline ran past --time-limit
+        err.print(f"unknown: {escape(safe_text(e))} (--time-limit); nothing is proven and "
+                  "nothing was written", highlight=False, soft_wrap=True)
+        sys.exit(EXIT_UNKNOWN)
     except Exit as e:
         sys.exit(e.exit_code)
     except TyperException as e:

@@ -30,3 +30,9 @@ class InconsistentReleaseError(StatreconError):
 
     The CLI exits with code 2 (an infeasible release), not 1.
     """
+
+
+class TimeLimitReached(Exception):
+    """The whole command ran past its ``--time-limit`` (plus a short grace) in work that does
+    not watch a deadline itself (reading, building, sorting): the answer is unknown, never a
+    proof. The CLI exits with code 3. Raised asynchronously by ``interrupt.hard_limit``."""

@@ -1,4 +1,5 @@
-"""Ctrl-C and SIGTERM stop a run within a second, whatever it is doing.
+"""Ctrl-C and SIGTERM stop a run within a second, whatever it is doing; and a command's
+``--time-limit`` stops it too, even in work that watches no deadline (``hard_limit``).
 
 CP-SAT solves with the GIL released, so Python's own signal handler only runs once a solve
 returns, and CP-SAT by default catches SIGINT itself and just ends the search early (the
@@ -137,3 +138,31 @@ def _watch(reader: socket.socket) -> None:
             for solver in active:
                 solver.stop_search()
             time.sleep(0.02)
+
+
+@contextmanager
+def hard_limit(seconds: float | None, what: str = "the command") -> Iterator[None]:
+    """Raise :class:`statrecon.errors.TimeLimitReached` in the main thread once ``seconds``
+    have passed, wherever Python code is running (reading a table, building a model, a sort):
+    the backstop that makes a command's ``--time-limit`` hold in work that watches no
+    deadline of its own. Engines keep their own deadlines, set a little earlier, so that they
+    end cleanly with ``unknown`` or their best checked result; this fires only when they
+    could not. No limit (None), another thread or no SIGALRM: nothing happens."""
+    # lazy: this module imports nothing of statrecon at start-up (the CLI loads it first)
+    from statrecon.errors import TimeLimitReached
+
+    if seconds is None or threading.current_thread() is not threading.main_thread() or \
+            not hasattr(signal, "setitimer"):
+        yield
+        return
+
+    def expire(signum: int, frame: FrameType | None) -> None:
+        raise TimeLimitReached(f"the time limit ran out during {what}")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.001))
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)

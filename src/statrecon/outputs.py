@@ -1,8 +1,15 @@
-"""Check that an output can be written before any work starts, and write files atomically.
+"""Check that an output can be written before any work starts, and write files atomically:
+the one output guard.
 
 A run that solves for an hour and then finds its output folder read-only has wasted the hour;
 so every command checks each output path first (creating nothing that stays behind), and
 writes each file to a temporary name that is renamed into place only when complete.
+
+An output never replaces an input: ``statrecon.inputs`` records every file the running
+command read (the files named on its command line and every file they name), and both
+:func:`check_writable` (called once the inputs are read, before the work) and
+:func:`atomic_outputs` (every write, the last line of defence) refuse such a path, under any
+name (links and relative paths resolved).
 """
 
 from __future__ import annotations
@@ -10,19 +17,28 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
+from statrecon import inputs
 from statrecon.errors import StatreconError
 
 
-def check_writable(path: Path, what: str = "output") -> Path:
+def check_writable(path: Path, what: str = "output", *,
+                   inputs_given: Sequence[tuple[str, Path | str | None]] = ()) -> Path:
     """``path`` if a file can be created (or replaced) there, else a one-line StatreconError.
 
+    ``inputs_given``: the command's input files named on its command line, as (option, path)
+    pairs, recorded as inputs first (a file they name is recorded when it is read): ``path``
+    may be none of them.
     Creates and removes a temporary file next to ``path``: the only reliable test (permissions,
     read-only mounts, ACLs, full disks all show up). An existing ``path`` is left untouched.
     """
     path = Path(path)
+    for option, given in inputs_given:
+        if given is not None:
+            inputs.record(given, what=f"{option} file")
+    check_not_input(path, what)
     if path.is_dir():
         raise StatreconError(f"{what} {path}: is a folder, not a file")
     folder = path.parent if str(path.parent) else Path(".")
@@ -38,6 +54,15 @@ def check_writable(path: Path, what: str = "output") -> Path:
         os.unlink(probe)
     if path.exists() and not os.access(path, os.W_OK):
         raise StatreconError(f"{what} {path}: the existing file is read-only")
+    return path
+
+
+def check_not_input(path: Path, what: str = "output") -> Path:
+    """``path`` unless the running command read it (an output never replaces an input)."""
+    found = inputs.read_as(path)
+    if found is not None:
+        raise StatreconError(f"{what} {path}: is the {found} this command reads; an output "
+                             "never replaces an input: choose another path")
     return path
 
 
@@ -83,6 +108,8 @@ def atomic_outputs(*paths: Path) -> Iterator[tuple[Path, ...]]:
     On any failure every temporary file is removed and no final path is touched, so a run
     never leaves one of several outputs half-written or out of step with the others.
     """
+    for p in paths:
+        check_not_input(Path(p))
     temps: list[Path] = []
     try:
         for p in paths:

@@ -72,7 +72,7 @@ def test_a_total_row_with_computed_margins_is_refused() -> None:
     ({"region": [None, "n1", "n2", "s1", "s1"]}, "row 1: a missing code in column region"),
     ({"region": ["n1", "n1", "n9", "s1", "s1"]}, "row 3: code n9 is not in the hierarchy"),
     ({"count": [3, 1, "x", 0, 2]}, "row 3: count 'x' is not a number"),
-    ({"count": [3, 1, 4.5, 0, 2]}, "row 3: frequency 4.5 is not a whole number"),
+    ({"count": [3, 1, 4.5, 0, 2]}, "row 3: count 4.5 is not a whole number"),
     ({"sex": ["m", "m", "f", "m", "f"]}, "row 2: cell n1, m again"),
 ])
 def test_bad_rows_name_their_row(change: dict[str, list[object]], words: str) -> None:

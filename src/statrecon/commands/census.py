@@ -67,7 +67,8 @@ def tabulate(
                              "noise; give --dp-rho too")
     cells = select_cells(tables, with_p13=with_p13)
     plan = _noise_plan(cells, dp_rho, allocation)
-    check_writable(out, "--out")
+    check_writable(out, "--out", inputs_given=(("--persons", persons),
+                                                  ("--allocation", allocation)))
     t0 = time.perf_counter()
     con = open_connection()
     noise = None
@@ -148,7 +149,7 @@ def reconstruct(
     from statrecon.census.persons.release import read_release
     from statrecon.runs.census import reconstruct_release
 
-    check_writable(out, "--out")
+    check_writable(out, "--out", inputs_given=(("release", release),))
     rel = read_release(release)
     _check_model_sizes(rel)
     n_workers = workers or os.cpu_count() or 1
@@ -225,7 +226,7 @@ def certain(
 
     if not 0 < delta < 1:
         raise StatreconError(f"--delta must lie in (0, 1), got {delta}")
-    check_writable(out, "--out")
+    check_writable(out, "--out", inputs_given=(("release", release),))
     rel = read_release(release)
     with run_bar("tracts", "persons", quiet=quiet) as progress:
         summary = certain_release(rel, out, delta, time_limit, progress,
@@ -254,7 +255,7 @@ def block_release(
     from statrecon.census.persons.as_release import block_release as block_document
     from statrecon.census.persons.release import read_release
 
-    check_writable(out, "--out")
+    check_writable(out, "--out", inputs_given=(("release", release),))
     document = block_document(read_release(release), block)
     text = dump_yaml(document, width=1000)
     write_atomically(out, lambda tmp: tmp.write_text(text, encoding="utf-8"))
@@ -327,7 +328,8 @@ def report(
     from statrecon.experiments.census_match import truth_scores
     from statrecon.report.census import write_report
 
-    check_writable(out, "--out")
+    check_writable(out, "--out", inputs_given=(("reconstruction", recon),
+                                                  ("--truth", truth)))
     with activity("Writing the report…", quiet=quiet):
         scores = None if truth is None else truth_scores(truth, recon)
         write_report(recon, out, truth=scores)

@@ -160,7 +160,7 @@ def tabulate(
     from statrecon.census.households.files import read_households, write_tables
     from statrecon.census.households.tabulate import tabulate_sql
 
-    check_writable(out, "--out")
+    check_writable(out, "--out", inputs_given=(("--households", households),))
     tables = tabulate_sql(read_households(households))
     write_atomically(out, lambda tmp: write_tables(tables, tmp))
     cells = len(hht.table_index().cells)
@@ -232,7 +232,7 @@ def block_release(
     from statrecon.census.households.tabulate import block_release_document
     from statrecon.runs.claims import tasks_from_households
 
-    check_writable(out, "--out")
+    check_writable(out, "--out", inputs_given=(("--households", households),))
     tasks = tasks_from_households(read_households(households), [block], str(households))
     doc = block_release_document(block, tasks[0].values)
     text = dump_yaml(doc)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Annotated, Any, Literal, cast
 
@@ -66,27 +67,22 @@ def load_tables(source: Path, *, rda: Path | None, recompute: bool | None,
     # a frame that lists total rows gives the published margins; else they are computed
     margins: Literal["given", "compute"] = (
         "given" if any((frame[d] == TOTAL).any() for d in dims if d in frame) else "compute")
+    # the columns a protected table is written with are read back, never ignored
+    given = {c: c if c in frame.columns else None for c in ("lower", "upper", "sliding", "cost")}
     return TableSet((table_from_frame(frame, dims, value, status=status, frequency=frequency,
-                                      margins=margins, name=source.stem,
-                                      source=str(source)),))
+                                      margins=margins, name=source.stem, source=str(source),
+                                      **given),))
 
 
 TOTAL = "Total"
 
 
 def _read_frame(source: Path, dims: list[str]) -> Any:
-    """A CSV (codes as text) or Parquet file, or a one-line error naming it."""
-    import pandas as pd
+    """A CSV (every column text, numbers read exactly later) or Parquet file, through the
+    input gate, or a one-line error naming it."""
+    from statrecon.tables.frames import load_frame
 
-    try:
-        if source.suffix.lower() in (".parquet", ".pq"):
-            return pd.read_parquet(source)
-        return pd.read_csv(source, dtype={d: str for d in dims}, keep_default_na=False,
-                           na_values=[""], sep="\t" if source.suffix.lower() == ".tsv" else ",")
-    except FileNotFoundError:
-        raise StatreconError(f"{source}: no such file", where=str(source)) from None
-    except (OSError, ValueError) as e:
-        raise StatreconError(f"{source}: cannot read it: {e}", where=str(source)) from None
+    return load_frame(source, "table file")
 
 
 def _from_microdata(source: Path, dims: list[str], response: str | None,
@@ -118,7 +114,7 @@ def _from_microdata(source: Path, dims: list[str], response: str | None,
     level = rules["protection"]
     protection = Protection(str(level), str(level), sliding=str(rules.get("sliding", 0.0)))
     return table_from_microdata(frame, spec, chosen, protect_zeros=rules["protect_zeros"],
-                                protection=protection)
+                                protection=protection, source=str(source))
 
 
 def _from_spec(source: Path, spec_file: Path) -> Any:
@@ -131,7 +127,7 @@ def _from_spec(source: Path, spec_file: Path) -> Any:
                              "file")
     spec = read_spec(spec_file)
     codes = [*spec.table.variables, *(c for cols in spec.levels.values() for c in cols)]
-    return TableSet((spec.tabulate(_read_frame(source, codes)),))
+    return TableSet((spec.tabulate(_read_frame(source, codes), str(source)),))
 
 
 # ------------------------------------------------------------------ options both commands read
@@ -256,27 +252,30 @@ def audit(
 
     from statrecon.commands.progress import run_bar
     from statrecon.engines.intervals import DEFAULT_TIME_LIMIT, AuditOptions
+    from statrecon.interrupt import hard_limit
     from statrecon.outputs import check_writable, write_atomically
     from statrecon.report import output_console
     from statrecon.report import tables as report
     from statrecon.runs.tables import audit_tables
 
     _check_apriori(apriori)
-    if html is not None:
-        check_writable(html, "--html")
-    tables = _inputs(source, rda, recompute_totals, dimensions, value, status, frequency,
-                     microdata, max_n, p_percent, nk, protect_zeros, protection, spec,
-                     sliding_protection)
     limit = None if time_limit is not None and math.isinf(time_limit) else (
         time_limit or DEFAULT_TIME_LIMIT)
-    options = AuditOptions(time_limit=limit, integer=integer)
-    with run_bar("suppressed cells", "not protected", quiet=quiet) as progress:
-        result = audit_tables(tables, options, apriori=cast(Any, apriori),
-                              workers=workers or os.cpu_count() or 1, executor=executor,
-                              on_progress=progress)
-    if html is not None:
-        page = report.html_page(result)
-        write_atomically(html, lambda tmp: tmp.write_text(page, encoding="utf-8"))
+    with hard_limit(backstop(limit), "reading and auditing the tables"):
+        tables = _inputs(source, rda, recompute_totals, dimensions, value, status, frequency,
+                         microdata, max_n, p_percent, nk, protect_zeros, protection, spec,
+                         sliding_protection)
+        if html is not None:  # once the inputs are read: never one of them, nor one they name
+            check_writable(html, "--html", inputs_given=(("source", source), ("--rda", rda),
+                                                               ("--spec", spec)))
+        options = AuditOptions(time_limit=limit, integer=integer)
+        with run_bar("suppressed cells", "not protected", quiet=quiet) as progress:
+            result = audit_tables(tables, options, apriori=cast(Any, apriori),
+                                  workers=workers or os.cpu_count() or 1, executor=executor,
+                                  on_progress=progress)
+        if html is not None:
+            page = report.html_page(result)
+            write_atomically(html, lambda tmp: tmp.write_text(page, encoding="utf-8"))
     if as_json:
         sys.stdout.write(json.dumps(report.to_json(result)) + "\n")
     else:
@@ -286,6 +285,28 @@ def audit(
         raise typer.Exit(EXIT_UNPROTECTED)
     if "unknown" in verdicts:
         raise typer.Exit(EXIT_UNKNOWN)
+
+
+def backstop(limit: float | None) -> float | None:
+    """When the whole command is stopped if it overruns ``--time-limit`` in work that watches
+    no deadline (reading, building): a little after the engines' own deadline."""
+    return None if limit is None else limit * 1.1 + 2.0
+
+
+def _check_protect_out(out: Path, tables: Any, source: Path, rda: Path | None,
+                       spec: Path | None) -> None:
+    """``--out`` once the inputs are read: never one of them, nor a file they name (a .tab
+    also writes its .rda), and a format that can hold the tables."""
+    from statrecon.outputs import check_writable
+
+    for path in (out, out.with_suffix(".rda")) if out.suffix.lower() == ".tab" else (out,):
+        check_writable(path, "--out", inputs_given=(("source", source), ("--rda", rda),
+                                                   ("--spec", spec)))
+    if out.suffix.lower() == ".tab" and len(tables.tables) != 1:
+        raise StatreconError(f"--out {out}: linked tables are written as .csv or .parquet")
+    if out.suffix.lower() == ".tab" and any(c.sliding for c in tables.cells()):
+        raise StatreconError(f"--out {out}: a tau-Argus .tab has no sliding protection "
+                             "levels; write .csv or .parquet")
 
 
 @tables_app.command("protect")
@@ -334,7 +355,7 @@ def protect(
     from statrecon.commands.progress import step_bar
     from statrecon.engines.suppression import METHODS, ProtectOptions
     from statrecon.exitcodes import EXIT_INFEASIBLE
-    from statrecon.outputs import check_writable
+    from statrecon.interrupt import hard_limit
     from statrecon.report import output_console
     from statrecon.report import tables as report
     from statrecon.runs.tables import COSTS, protect_tables
@@ -346,24 +367,22 @@ def protect(
         raise StatreconError(f"--cost {cost!r}: choose from {', '.join(COSTS)}")
     if out.suffix.lower() not in (".tab", ".csv", ".parquet"):
         raise StatreconError(f"--out {out}: write a .tab, .csv or .parquet file")
-    check_writable(out, "--out")
-    tables = _inputs(source, rda, recompute_totals, dimensions, value, status, frequency,
-                     microdata, max_n, p_percent, nk, protect_zeros, protection, spec,
-                     sliding_protection)
-    if out.suffix.lower() == ".tab" and len(tables.tables) != 1:
-        raise StatreconError(f"--out {out}: linked tables are written as .csv or .parquet")
-    if out.suffix.lower() == ".tab" and any(c.sliding for c in tables.cells()):
-        raise StatreconError(f"--out {out}: a tau-Argus .tab has no sliding protection "
-                             "levels; write .csv or .parquet")
     limit = None if time_limit is not None and math.isinf(time_limit) else (time_limit or 60.0)
-    with step_bar(f"Protecting ({method})", quiet=quiet) as tell:
-        options = ProtectOptions(method=cast(Any, method),
-                                 time_limit=limit,
-                                 on_progress=lambda stage, done, total: tell(done, total, stage))
-        done = protect_tables(tables, options, cost=cast(Any, cost), apriori=cast(Any, apriori),
-                              suppress_empty=suppress_empty)
-    if done.protected:
-        report.write_protected(done.tables, out)
+    start = time.monotonic()
+    with hard_limit(backstop(limit), "reading and protecting the tables"):
+        tables = _inputs(source, rda, recompute_totals, dimensions, value, status, frequency,
+                         microdata, max_n, p_percent, nk, protect_zeros, protection, spec,
+                         sliding_protection)
+        _check_protect_out(out, tables, source, rda, spec)
+        with step_bar(f"Protecting ({method})", quiet=quiet) as tell:
+            left = None if limit is None else max(0.001, limit - (time.monotonic() - start))
+            options = ProtectOptions(method=cast(Any, method), time_limit=left,
+                                     on_progress=lambda stage, done, total: tell(done, total,
+                                                                                 stage))
+            done = protect_tables(tables, options, cost=cast(Any, cost),
+                                  apriori=cast(Any, apriori), suppress_empty=suppress_empty)
+        if done.protected:
+            report.write_protected(done.tables, out)
     if as_json:
         sys.stdout.write(json.dumps(report.protection_json(done, out)) + "\n")
     else:

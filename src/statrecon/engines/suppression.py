@@ -54,10 +54,11 @@ def protect(problem: IntervalProblem, *, candidates: Sequence[bool] | None = Non
     "infeasible" is proven over exactly the cells allowed). ``costs``: the cost of
     suppressing each cell (default 1: the number of cells), >= 0."""
     options = options or ProtectOptions()
+    deadline = Deadline.after(options.time_limit)  # from the call: checks count too
     if options.method not in METHODS:
         raise StatreconError(f"suppression method {options.method!r}: choose from "
                              f"{', '.join(METHODS)}")
-    run = prepare_run(problem, candidates, costs, options)
+    run = prepare_run(problem, candidates, costs, options, deadline)
     if not run.primaries:
         return run.result(frozenset(), "optimal", {}, note="no primary cells")
     if options.method == "exact":
@@ -66,7 +67,8 @@ def protect(problem: IntervalProblem, *, candidates: Sequence[bool] | None = Non
 
 
 def prepare_run(problem: IntervalProblem, candidates: Sequence[bool] | None,
-                costs: Sequence[Fraction | int] | None, options: ProtectOptions) -> Run:
+                costs: Sequence[Fraction | int] | None, options: ProtectOptions,
+                deadline: Deadline | None = None) -> Run:
     """The checked state of one protection run (what both methods start from; benchmarks
     use it to run the Gaussian pass alone)."""
     check_problem(problem)
@@ -89,4 +91,5 @@ def prepare_run(problem: IntervalProblem, candidates: Sequence[bool] | None,
             raise StatreconError(f"cell {problem.cell_names[bad[0]]!r}: negative cost "
                                  f"{cost[bad[0]]}", statistic=problem.cell_names[bad[0]])
     return Run(problem, cand, cost, Oracle(problem, cand, options.audit_map),
-               Deadline.after(options.time_limit), options.on_progress, prune=options.prune)
+               deadline or Deadline.after(options.time_limit), options.on_progress,
+               prune=options.prune)

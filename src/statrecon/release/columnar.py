@@ -16,13 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from statrecon.errors import ReleaseError
+from statrecon import inputs
+from statrecon.errors import ReleaseError, StatreconError
 
 COLUMNS = ("id", "sql", "value", "error", "decimals", "suppressed", "noise")
 REQUIRED = ("id", "sql")
-# A statistics file from a stranger is sized before it is read: Parquet compresses a few
-# megabytes into billions of repeated cells, so its declared rows and uncompressed bytes are
-# checked from the footer; a CSV is as large as its file.
+# A statistics file from a stranger is sized as it is read (statrecon.inputs): Parquet
+# compresses a few megabytes into billions of repeated cells, so what decoding produces is
+# counted, dictionary pages expanded.
 MAX_STATISTICS = 2_000_000
 MAX_BYTES = 2**30
 _WHOLE = re.compile(r"\s*[+-]?\d+\s*")
@@ -80,31 +81,21 @@ def _plain(name: str, values: list[Any]) -> bool:
 
 
 def _read_columns(path: Path) -> dict[str, list[Any]]:
-    """The file's columns as Python lists (CSV cells as text); its header checked."""
-    import pyarrow as pa
-
+    """The file's columns as Python lists (CSV cells as text); its header checked. Read
+    through the input gate: what decoding produces is counted (dictionary pages expanded)
+    and stopped past :data:`MAX_BYTES`."""
     suffix = path.suffix.lower()
+    if suffix not in (".parquet", ".pq", ".csv", ".tsv"):
+        raise ReleaseError(f"{path}: statistics_file must be .csv, .tsv or .parquet, "
+                           f"not '{suffix}'")
     try:
-        if suffix in (".parquet", ".pq"):
-            table = _read_parquet(path)
-        elif suffix in (".csv", ".tsv"):
-            import pyarrow.csv as pcsv
-
-            _check_size(path, 0, path.stat().st_size)
-            names = _csv_header(path, "\t" if suffix == ".tsv" else ",")
-            table = pcsv.read_csv(
-                path, parse_options=pcsv.ParseOptions(delimiter="\t" if suffix == ".tsv" else ","),
-                convert_options=pcsv.ConvertOptions(
-                    column_types={n: pa.string() for n in names}, strings_can_be_null=False,
-                    quoted_strings_can_be_null=False))
-        else:
-            raise ReleaseError(f"{path}: statistics_file must be .csv, .tsv or .parquet, "
-                               f"not '{suffix}'")
-    except (pa.ArrowException, OSError) as e:
-        raise ReleaseError(f"{path}: cannot read the statistics file: "
-                           f"{str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+        table = inputs.read_columnar(path, "statistics file", budget=MAX_BYTES)
+    except StatreconError as e:
+        raise ReleaseError(str(e)) from None
     names = [str(n) for n in table.column_names]
-    _check_size(path, table.num_rows, 0)
+    if table.num_rows > MAX_STATISTICS:
+        raise ReleaseError(f"{path}: {table.num_rows:,} statistics, over the limit of "
+                           f"{MAX_STATISTICS:,}")
     unknown = [n for n in names if n not in COLUMNS]
     if unknown:
         raise ReleaseError(f"{path}: unknown column '{unknown[0]}' (columns: "
@@ -115,47 +106,9 @@ def _read_columns(path: Path) -> dict[str, list[Any]]:
     if missing:
         raise ReleaseError(f"{path}: column '{missing[0]}' is missing (a statistic needs "
                            "id and sql)")
+    if not table.num_rows:
+        raise ReleaseError(f"{path}: the statistics file has a header and no statistics")
     return {n: table.column(n).to_pylist() for n in names}
-
-
-def _read_parquet(path: Path) -> Any:
-    """The Parquet table, after its footer says it is within the limits (rows, uncompressed
-    bytes) and has only known columns (the rest is never decompressed)."""
-    import pyarrow.parquet as pq
-
-    with pq.ParquetFile(path) as f:
-        meta = f.metadata
-        _check_size(path, meta.num_rows, sum(meta.row_group(i).total_byte_size
-                                             for i in range(meta.num_row_groups)))
-        names = [str(n) for n in f.schema_arrow.names]
-        unknown = [n for n in names if n not in COLUMNS]
-        if unknown:
-            raise ReleaseError(f"{path}: unknown column '{unknown[0]}' (columns: "
-                               f"{', '.join(COLUMNS)})")
-        return f.read()
-
-
-def _check_size(path: Path, rows: int, size: int) -> None:
-    if rows > MAX_STATISTICS:
-        raise ReleaseError(f"{path}: {rows:,} statistics, over the limit of {MAX_STATISTICS:,}")
-    if size > MAX_BYTES:
-        raise ReleaseError(f"{path}: {size:,} bytes of statistics (uncompressed), over the "
-                           f"limit of {MAX_BYTES:,}")
-
-
-def _csv_header(path: Path, delimiter: str) -> list[str]:
-    """The CSV's column names (to read every column as text, so "565981/6" and 007 stay)."""
-    import csv
-
-    try:
-        with path.open(encoding="utf-8", newline="") as f:
-            header = next(csv.reader(f, delimiter=delimiter), None)
-    except (OSError, UnicodeDecodeError, csv.Error) as e:
-        raise ReleaseError(f"{path}: cannot read the statistics file: {e}") from None
-    if not header:
-        raise ReleaseError(f"{path}: the statistics file is empty (a header row "
-                           f"{','.join(COLUMNS[:3])},... is needed)")
-    return header
 
 
 _ABSENT: Any = object()

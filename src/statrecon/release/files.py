@@ -19,6 +19,7 @@ from pydantic import (
     field_validator,
 )
 
+from statrecon import inputs
 from statrecon.bulk import collector_paused
 from statrecon.db import check_identifier
 from statrecon.errors import ReleaseError, StatreconError
@@ -208,13 +209,11 @@ def load_release(path: str | Path) -> Release:
 
 
 def read_text_file(path: Path) -> str:
-    """A user's UTF-8 text file, or a one-line error naming it."""
+    """A user's UTF-8 text file through the input gate, or a one-line error naming it."""
     try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ReleaseError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ReleaseError(f"{path}: cannot read: {e}") from None
+        return inputs.read_text(path, "release file")
+    except StatreconError as e:
+        raise ReleaseError(str(e), where=e.where) from None
 
 
 def parse_release(text: str, source: Path | None = None) -> Release:
@@ -827,7 +826,7 @@ def write_filled_release(
     suppression: SuppressionRule | None = None,
 ) -> None:
     """Copy a release file with the given answers filled in (and a suppression rule if set)."""
-    data = yaml.load(source.read_text(encoding="utf-8"), Loader=_YAML_LOADER)
+    data = yaml.load(read_text_file(source), Loader=_YAML_LOADER)
     if data.get("statistics_file"):
         raise ReleaseError(f"{source}: its statistics are in statistics_file "
                            f"{data['statistics_file']!r}; filling in answers is supported for "

@@ -12,6 +12,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from statrecon import inputs
 from statrecon.db import hardened, quote_identifier
 from statrecon.errors import ReleaseError, StatreconError
 from statrecon.release.model import Release
@@ -54,8 +55,7 @@ def read_table(path: Path, text_columns: tuple[str, ...] = ()) -> Any:
     """
     import pandas as pd
 
-    if not path.exists():
-        raise StatreconError(f"{path}: no such file")
+    inputs.admit(path, "table")
     suffix = path.suffix.lower()
     try:
         if suffix in (".parquet", ".pq"):

@@ -7,13 +7,13 @@ mean with an exact one.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from decimal import Decimal
 from enum import StrEnum
 from fractions import Fraction
 from typing import Any
 
+from statrecon.number_reader import parse_number
 from statrecon.release.predicate import TRUE, Predicate
 
 
@@ -123,39 +123,13 @@ def number_out(value: Fraction) -> int | float:
     return float(value)
 
 
-# A published number written as text: a decimal (``12.5``, ``-3e2``) or an exact fraction
-# (``565981/6``). Exponents are capped so that a few characters cannot ask for a huge integer.
-_RATIONAL = re.compile(r"\s*([+-]?)(\d+)\s*/\s*(\d+)\s*")
-_DECIMAL = re.compile(r"\s*([+-]?)(?:(\d+)(?:\.(\d*))?|\.(\d+))(?:[eE]([+-]?\d+))?\s*")
 MAX_DECIMALS = 18  # ``decimals:`` beyond this is finer than any published number
-_MAX_TEXT = 200
-_MAX_EXPONENT = 60
 
 
 def parse_rational(text: str) -> Fraction:
-    """``"565981/6"`` or ``"12.25"`` as an exact rational; ValueError saying what is wrong."""
-    if len(text) > _MAX_TEXT:
-        raise ValueError(f"number text of {len(text)} characters is too long")
-    if "/" in text:
-        m = _RATIONAL.fullmatch(text)
-        if m:
-            if int(m.group(3)) == 0:
-                raise ValueError(f"{text.strip()!r}: the denominator is zero")
-            value = Fraction(int(m.group(2)), int(m.group(3)))
-            return -value if m.group(1) == "-" else value
-    m = _DECIMAL.fullmatch(text)
-    if m is None:
-        raise ValueError(f"{text.strip()[:40]!r} is not a number or a fraction like '565981/6'")
-    sign, whole, fraction, only_fraction, exponent = m.groups()
-    if exponent is not None and abs(int(exponent)) > _MAX_EXPONENT:
-        raise ValueError(f"{text.strip()[:40]!r} is not a finite number in the supported range "
-                         f"(exponent beyond +-{_MAX_EXPONENT})")
-    # the digits as one integer times a power of ten: exact, and faster than Fraction(text)
-    places = fraction if fraction is not None else (only_fraction or "")
-    digits = int((whole or "") + places or "0")
-    shift = (int(exponent) if exponent is not None else 0) - len(places)
-    value = Fraction(digits * 10**shift) if shift >= 0 else Fraction(digits, 10**-shift)
-    return -value if sign == "-" else value
+    """``"565981/6"`` or ``"12.25"`` as an exact rational (the one number reader,
+    :mod:`statrecon.number_reader`); a ValueError saying what is wrong."""
+    return parse_number(text, fraction=True)
 
 
 def rounding(value: Fraction, decimals: int) -> Bounded:

@@ -24,6 +24,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from statrecon import inputs
 from statrecon.errors import StatreconError
 from statrecon.release.schema import Schema
 from statrecon.release.sql import parse_query
@@ -208,7 +209,9 @@ def decode_line(raw: bytes, number: int, src: str) -> str:
 
 def file_batches(path: Path) -> Iterator[Batch]:
     """A stream file a batch at a time, never whole in memory, each line bounded. The file is
-    opened when the first batch is asked for."""
+    opened when the first batch is asked for, after the input gate (no size limit: it is
+    read a line at a time)."""
+    inputs.admit(path, "statistics stream", limit=None)
     try:
         handle = path.open("rb")
     except FileNotFoundError:

@@ -249,7 +249,7 @@ def write_protected(tables: TableSet, out: Path) -> None:
     Parquet, a ``table`` column for linked tables), written atomically."""
     # lazy: the writers (and pandas) load only when a protected table is written
     from statrecon.outputs import write_atomically
-    from statrecon.tables.frames import to_frame
+    from statrecon.tables.frames import to_frame, written_numbers
     from statrecon.tables.tauargus import write_tab
 
     if out.suffix.lower() == ".tab":
@@ -258,13 +258,14 @@ def write_protected(tables: TableSet, out: Path) -> None:
     import pandas as pd  # lazy: as above
 
     frames = []
+    parquet = out.suffix.lower() == ".parquet"
     for table in tables.tables:
-        frame = to_frame(table, exact_numbers=False)
+        frame = written_numbers(to_frame(table), parquet)  # exact, never a float
         if len(tables.tables) > 1:
             frame.insert(0, "table", table.name)
         frames.append(frame)
     frame = pd.concat(frames, ignore_index=True)
-    if out.suffix.lower() == ".parquet":
+    if parquet:
         write_atomically(out, lambda tmp: frame.to_parquet(tmp, index=False))
     else:
         write_atomically(out, lambda tmp: frame.to_csv(tmp, index=False))

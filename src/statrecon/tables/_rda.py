@@ -13,20 +13,21 @@ The rules follow tau-Argus's own reader (sdcTools/tauargus, ``Metadata.readTable
 - a file named in the ``.rda`` is looked up next to the ``.rda``; tau-Argus (on Windows) finds
   ``"REGION.CDL"`` as ``region.cdl``, so names match without regard to case. A path that
   leaves the ``.rda``'s folder (absolute, or with ``..``) is looked up by its file name there,
-  as tau-Argus falls back to the data folder: a file from a stranger reads nothing else.
+  as tau-Argus falls back to the data folder, and a symbolic link that leads out of the
+  folder is refused before it is read: a file from a stranger reads nothing else.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from pathlib import Path, PureWindowsPath
+from pathlib import Path
 
+from statrecon import inputs
 from statrecon.errors import StatreconError
 from statrecon.tables.model import Hierarchy, show_code
+from statrecon.tables.values import MAX_DECIMALS
 
-# at most this many bytes are read from any one input file
-MAX_BYTES = 2**30
 _TOKEN = re.compile(r'"([^"]*)"|(<[^>]*>)|([^\s"<]+)')
 ROLES = ("explanatory", "response", "shadow", "cost", "lower", "upper", "frequency", "top",
          "status")
@@ -36,46 +37,16 @@ _SINGLE = ("shadow", "cost", "frequency", "lower", "upper", "status")
 
 
 def read_text(path: Path, what: str) -> str:
-    """The text of ``path`` (UTF-8, else Latin-1 as tau-Argus on Windows writes), or a
-    StatreconError naming it."""
-    try:
-        size = path.stat().st_size
-        if size > MAX_BYTES:
-            raise StatreconError(f"{path}: {what} of {size:,} bytes is over the limit of "
-                                 f"{MAX_BYTES:,}", where=str(path))
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise StatreconError(f"{path}: no such {what}", where=str(path)) from None
-    except OSError as e:
-        raise StatreconError(f"{path}: cannot read the {what}: {e.strerror or e}",
-                             where=str(path)) from None
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        return data.decode("latin-1")
+    """The text of ``path`` (UTF-8, else Latin-1 as tau-Argus on Windows writes), through the
+    input gate (size limit, regular files only), or a StatreconError naming it."""
+    return inputs.read_text(path, what, latin1=True)
 
 
-def resolve(folder: Path, name: str, what: str, where: str) -> Path:
-    """The file ``name`` (as an .rda or .arb gives it) in ``folder``, its case ignored; a
-    name that leaves the folder is looked up by its last part (see the module docstring)."""
-    parts = PureWindowsPath(name).parts  # splits on both / and \
-    if not parts or PureWindowsPath(name).anchor or ".." in parts:
-        parts = (PureWindowsPath(name).name,)
-    path = folder
-    for part in parts:
-        path = _child(path, part)
-    if not path.is_file():
-        raise StatreconError(f"{where}: {what} {name!r}: no such file in {folder}",
-                             where=where)
-    return path
-
-
-def _child(folder: Path, name: str) -> Path:
-    exact = folder / name
-    if exact.exists() or not folder.is_dir():
-        return exact
-    matches = sorted(p for p in folder.iterdir() if p.name.lower() == name.lower())
-    return matches[0] if matches else exact
+def resolve(named_by: Path, name: str, what: str, where: str) -> Path:
+    """The file ``name`` that ``named_by`` (an .rda, .arb or spec) names, in its folder, its
+    case ignored; a name that leaves the folder is looked up by its last part, and a link
+    out of the folder is refused (see the module docstring and :func:`inputs.named_file`)."""
+    return inputs.named_file(name, named_by, what, where, by_file_name=True, ignore_case=True)
 
 
 def tokens(line: str) -> list[str]:
@@ -199,9 +170,9 @@ def _variable_keyword(variable: Variable, word: str, arg: str, where: str) -> No
 
 def _valued_keyword(variable: Variable, word: str, arg: str, where: str) -> None:
     if word == "<DECIMALS>":
-        if not arg.isdigit():
-            raise StatreconError(f"{where}: <DECIMALS> needs a whole number, not {arg!r}",
-                                 where=where)
+        if not arg.isdigit() or len(arg) > 3 or int(arg) > MAX_DECIMALS:
+            raise StatreconError(f"{where}: <DECIMALS> needs a whole number from 0 to "
+                                 f"{MAX_DECIMALS}, not {arg[:40]!r}", where=where)
         variable.decimals = int(arg)
     elif word == "<TOTCODE>":
         variable.total = arg
@@ -327,6 +298,12 @@ class BatchTable:
     rda: Path
     explanatory: list[str]
     response: str | None
+    line: int = 0
+
+    def same_as(self, other: BatchTable) -> bool:
+        return (self.tab, self.rda, sorted(v.lower() for v in self.explanatory),
+                self.response) == (other.tab, other.rda,
+                                   sorted(v.lower() for v in other.explanatory), other.response)
 
 
 @dataclass
@@ -337,7 +314,6 @@ class Batch:
 
 def read_arb(path: Path) -> Batch:
     """The table-input commands of a tau-Argus batch file (others are left to tau-Argus)."""
-    folder = path.parent
     opened: dict[str, Path] = {}
     tables: list[BatchTable] = []
     mode = 0
@@ -350,9 +326,16 @@ def read_arb(path: Path) -> Batch:
         command = command.upper() + ">"
         if command in ("<OPENTABLEDATA>", "<OPENMETADATA>"):
             name = (tokens(rest) or [""])[0]
-            opened[command] = resolve(folder, name, command.strip("<>").lower(), where)
+            opened[command] = resolve(path, name, command.strip("<>").lower(), where)
         elif command == "<SPECIFYTABLE>":
-            tables.append(_specify(opened, rest, where))
+            table = _specify(opened, rest, where)
+            twice = next((t for t in tables if t.same_as(table)), None)
+            if twice is not None:
+                raise StatreconError(f"{where}: <SPECIFYTABLE> specifies the same table as "
+                                     f"line {twice.line}", where=where)
+            tables.append(table)
+        elif command == "<APRIORI>":
+            _apriori(path, rest, where)
         elif command == "<READTABLE>":
             digits = re.match(r"\s*(\d)", rest)
             mode = int(digits.group(1)) if digits else 0
@@ -372,4 +355,16 @@ def _specify(opened: dict[str, Path], rest: str, where: str) -> BatchTable:
     named = tokens(parts[1]) if len(parts) > 1 else []
     response = named[0] if named else None
     return BatchTable(opened["<OPENTABLEDATA>"], opened["<OPENMETADATA>"], explanatory,
-                      response)
+                      response, int(where.rsplit(":", 1)[1]))
+
+
+def _apriori(path: Path, rest: str, where: str) -> None:
+    """``<APRIORI>``: what the attacker knows beforehand (per-cell bounds and statuses). An
+    audit that ignored it would prove protection against a weaker attacker than the one the
+    publisher described, so it is refused (with the file's name checked first) until a-priori
+    files are read."""
+    name = (tokens(rest) or [""])[0]
+    found = resolve(path, name, "a-priori file", where)
+    raise StatreconError(f"{where}: <APRIORI> {found.name}: a-priori files are not read yet, "
+                         "and an audit without what they tell the attacker would prove too "
+                         "much; remove the line to audit without it", where=where)

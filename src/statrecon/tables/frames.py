@@ -31,7 +31,9 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from statrecon import inputs
 from statrecon.errors import StatreconError
+from statrecon.number_reader import NumberError
 from statrecon.tables._grid import aggregate, largest, objects
 from statrecon.tables.model import (
     NO_PROTECTION,
@@ -174,21 +176,22 @@ def table_from_frame(frame: pd.DataFrame, dimensions: Sequence[str], value: str,
 def read_frame(path: Path | str, dimensions: Sequence[str], value: str,
                **options: object) -> Table:
     """A Table from a Parquet or CSV file of one row per cell (``table_from_frame``'s
-    options); a CSV's code columns are read as text."""
+    options); a CSV's columns are read as text, its numbers exactly."""
     path = Path(path)
-    try:
-        if path.suffix.lower() in (".parquet", ".pq"):
-            frame = pd.read_parquet(path)
-        else:
-            frame = pd.read_csv(path, dtype={d: str for d in dimensions},
-                                keep_default_na=False, na_values=[""])
-    except FileNotFoundError:
-        raise StatreconError(f"{path}: no such file", where=str(path)) from None
-    except (OSError, ValueError) as e:
-        raise StatreconError(f"{path}: cannot read it: {e}", where=str(path)) from None
+    frame = load_frame(path, "table file")
     options.setdefault("name", path.stem)
     options.setdefault("source", str(path))
     return table_from_frame(frame, dimensions, value, **options)  # type: ignore[arg-type]
+
+
+def load_frame(path: Path, what: str) -> pd.DataFrame:
+    """A CSV/TSV (every column text, an empty cell missing) or Parquet file of cells or
+    records, through the input gate (``inputs.read_columnar``: sized as it is decoded); its
+    numbers are read exactly later, never as floats."""
+    frame = inputs.read_columnar(path, what).to_pandas()
+    if path.suffix.lower() not in (".parquet", ".pq"):
+        frame = frame.replace({"": None})
+    return frame
 
 
 def _named(columns: Columns) -> list[str]:
@@ -259,7 +262,10 @@ class _Rows:
         raw = row[column]
         if isinstance(raw, str) and not raw.strip():
             return None
-        number = exact(raw)
+        try:
+            number = exact(raw)
+        except NumberError as e:
+            raise StatreconError(f"{where}: {column}: {e}", where=where) from None
         if number is None and code_text(raw) is not None:
             raise StatreconError(f"{where}: {column} {raw!r} is not a number", where=where)
         return number
@@ -288,6 +294,12 @@ class _Rows:
                    where: str) -> int | None:
         given = self._number(row, self.columns.frequency, where)
         if self.kind == "frequency":
+            if value.denominator != 1 or value < 0:
+                raise StatreconError(f"{where}: {self.columns.value} {show(value)} is not a "
+                                     "whole number >= 0, as a count must be (a table without "
+                                     "a frequency column is a frequency table; give the "
+                                     "contributors' column, --frequency, for magnitudes)",
+                                     where=where)
             if given is not None and given != value:
                 raise StatreconError(f"{where}: a frequency table's frequency "
                                      f"{show(given)} differs from its value {show(value)}",
@@ -467,3 +479,24 @@ def _numbers(values: Sequence[object], exact_numbers: bool) -> pd.Series:
     if all(isinstance(v, Fraction) and v.denominator == 1 for v in values):
         return pd.Series([int(v) for v in values], dtype="int64")  # type: ignore[call-overload]
     return pd.Series(values, dtype=object)
+
+
+def written_numbers(frame: pd.DataFrame, parquet: bool) -> pd.DataFrame:
+    """``to_frame``'s exact numbers as a file holds them without changing one: whole numbers
+    as integers (int64, or text beyond it), others as their exact decimals (text in a CSV;
+    Parquet: text too, since a decimal column's precision would have to hold the widest);
+    a value with no finite decimal (a fraction from a DP release) as ``p/q``. Never a float:
+    ``200000000000000015`` stays itself."""
+    out = frame.copy()
+    for name in out.columns:
+        column = out[name]
+        if column.dtype != object or not any(isinstance(v, Fraction) for v in column):
+            continue
+        out[name] = [None if v is None else show(v) if isinstance(v, Fraction) else v
+                     for v in column]
+    if parquet:
+        for name in out.columns:
+            if out[name].dtype == object and all(v is None or isinstance(v, str)
+                                                  for v in out[name]):
+                out[name] = out[name].astype("string")
+    return out

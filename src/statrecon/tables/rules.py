@@ -44,6 +44,7 @@ import numpy as np
 import pandas as pd
 
 from statrecon.errors import StatreconError
+from statrecon.number_reader import NumberError
 from statrecon.tables._grid import aggregate, largest
 from statrecon.tables.frames import (
     HierarchySpec,
@@ -85,9 +86,10 @@ class TableSpec:
 # tabulation
 
 
-def tabulate(microdata: pd.DataFrame, spec: TableSpec) -> Table:
-    """The full table of ``spec`` over ``microdata`` (see the module docstring)."""
-    where = "microdata"
+def tabulate(microdata: pd.DataFrame, spec: TableSpec, source: str = "microdata") -> Table:
+    """The full table of ``spec`` over ``microdata`` (see the module docstring); mistakes
+    name ``source:row N`` (the file the records came from)."""
+    where = source
     extra = [c for c in (spec.response, spec.weight, spec.contributor) if c]
     require_columns(microdata, [*spec.variables, *extra], where)
     if spec.zeros not in ("empty", "cells"):
@@ -154,7 +156,12 @@ def _integers(frame: pd.DataFrame, column: str, where: str) -> tuple[np.ndarray,
         return series.to_numpy(dtype=object), 0
     exact_of: dict[object, Fraction] = {}
     for raw in pd.unique(series.to_numpy(dtype=object)):
-        value = exact(raw)
+        try:
+            value = exact(raw)
+        except NumberError as e:
+            r = next(r for r, v in enumerate(series.tolist(), start=1) if v is raw or v == raw)
+            raise StatreconError(f"{where}:row {r}: {column}: {e}",
+                                 where=f"{where}:row {r}") from None
         if value is None or decimals_of(value) is None:
             _not_a_number(series, column, where)
         exact_of[raw] = value
@@ -450,7 +457,8 @@ def mark_primary(table: Table, rules: Sequence[Rule] = (), *, protect_zeros: boo
 
 def table_from_microdata(microdata: pd.DataFrame, spec: TableSpec,
                          rules: Sequence[Rule] = (), *, protect_zeros: bool = False,
-                         protection: Protection | None = None) -> Table:
+                         protection: Protection | None = None,
+                         source: str = "microdata") -> Table:
     """``tabulate`` then ``mark_primary``."""
-    return mark_primary(tabulate(microdata, spec), rules, protect_zeros=protect_zeros,
+    return mark_primary(tabulate(microdata, spec, source), rules, protect_zeros=protect_zeros,
                         protection=protection)

@@ -74,8 +74,9 @@ class MicrodataSpec:
     levels: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     source: str = ""
 
-    def tabulate(self, microdata: pd.DataFrame) -> Table:
-        """The table of these microdata with its primary cells marked."""
+    def tabulate(self, microdata: pd.DataFrame, source: str = "microdata") -> Table:
+        """The table of these microdata (read from ``source``, which messages name) with
+        its primary cells marked."""
         hierarchies: dict[str, HierarchySpec] = dict(self.table.hierarchies)
         for variable, columns in self.levels.items():
             hierarchies[variable] = hierarchy_from_columns(microdata, variable, columns,
@@ -83,7 +84,7 @@ class MicrodataSpec:
         table = replace(self.table, hierarchies=hierarchies)
         return table_from_microdata(microdata, table, self.rules,
                                     protect_zeros=self.protect_zeros,
-                                    protection=self.protection)
+                                    protection=self.protection, source=source)
 
 
 def read_spec(path: Path | str) -> MicrodataSpec:
@@ -109,7 +110,7 @@ def read_spec(path: Path | str) -> MicrodataSpec:
     if "variables" not in top:
         raise StatreconError(f"{path}: the table spec has no 'variables'", where=str(path))
     total = _optional_text(top, "total") or "Total"
-    variables, hierarchies, levels = _variables(top["variables"], path.parent, total)
+    variables, hierarchies, levels = _variables(top["variables"], path, total)
     rules, protect_zeros = _rules(top.get("rules"), path)
     zeros: Literal["empty", "cells"] = (
         top["zeros"].choice(("empty", "cells")) if "zeros" in top else "empty")
@@ -127,8 +128,8 @@ def _optional_text(top: dict[str, _At], key: str) -> str | None:
     return top[key].text() if key in top else None
 
 
-def _variables(at: _At, folder: Path, total: str) -> tuple[list[str], dict[str, HierarchySpec],
-                                               dict[str, tuple[str, ...]]]:
+def _variables(at: _At, spec_file: Path, total: str
+               ) -> tuple[list[str], dict[str, HierarchySpec], dict[str, tuple[str, ...]]]:
     names: list[str] = []
     hierarchies: dict[str, HierarchySpec] = {}
     levels: dict[str, tuple[str, ...]] = {}
@@ -151,7 +152,7 @@ def _variables(at: _At, folder: Path, total: str) -> tuple[list[str], dict[str, 
             item.fail(f"variable {name!r}: give a hierarchy or levels, not both")
         if "hierarchy" in options:
             lead = options["lead"].text() if "lead" in options else "@"
-            hierarchies[name] = _hierarchy(options["hierarchy"], name, lead, folder, total)
+            hierarchies[name] = _hierarchy(options["hierarchy"], name, lead, spec_file, total)
         elif "levels" in options:
             cols = tuple(c.text() for c in options["levels"].sequence("a list of columns"))
             if not cols or cols[-1] != name:
@@ -161,11 +162,11 @@ def _variables(at: _At, folder: Path, total: str) -> tuple[list[str], dict[str, 
     return names, hierarchies, levels
 
 
-def _hierarchy(at: _At, variable: str, lead: str, folder: Path, total: str
+def _hierarchy(at: _At, variable: str, lead: str, spec_file: Path, total: str
                ) -> HierarchySpec:
     """A hierarchy: an .hrc file name (beside the spec) or a parent -> children mapping."""
     if isinstance(at.node, yaml.ScalarNode):
-        path = _rda.resolve(folder, at.text(), "hierarchy file", at.where)
+        path = _rda.resolve(spec_file, at.text(), "hierarchy file", at.where)
         hrc = _rda.read_hrc(path, variable, total, lead)
         return {parent: list(kids) for parent, kids in hrc.children.items()}
     children = at.mapping(None, f"hierarchy of {variable}: parent -> list of children")

@@ -46,6 +46,7 @@ from typing import Literal
 import numpy as np
 
 from statrecon.errors import StatreconError
+from statrecon.number_reader import NumberError, parse_number
 from statrecon.outputs import atomic_outputs
 from statrecon.tables import _rda
 from statrecon.tables._grid import aggregate, largest, objects
@@ -170,13 +171,10 @@ def _check_specified(arb: Path, spec: _rda.BatchTable, table: Table) -> None:
 
 
 def _beside(path: Path, suffix: str) -> Path:
-    candidate = path.with_suffix(suffix)
-    if candidate.exists() or not path.parent.is_dir():
-        return candidate
-    for other in path.parent.iterdir():
-        if other.name.lower() == candidate.name.lower():
-            return other
-    return candidate
+    """The file of ``path``'s name with ``suffix`` beside it (its case ignored), through the
+    gate for files that files name: never a link out of the folder."""
+    name = path.with_suffix(suffix).name
+    return _rda.resolve(path, name, f"{suffix} file beside {path.name}", str(path))
 
 
 @dataclass
@@ -237,7 +235,7 @@ def _labels(meta: _rda.Metadata, layout: _Layout) -> dict[str, dict[str, str]]:
     for v in layout.explanatory:
         if v.codelist:
             where = v.where(meta.path, "<CODELIST>")
-            path = _rda.resolve(meta.path.parent, v.codelist, "code list", where)
+            path = _rda.resolve(meta.path, v.codelist, "code list", where)
             labels[v.name] = _rda.read_codelist(path)
     return labels
 
@@ -318,7 +316,7 @@ def _coder(meta: _rda.Metadata, v: _rda.Variable, rows: list[tuple[int, list[str
     where = v.where(meta.path, "<HIERCODELIST>")
     if v.hierarchical:
         assert v.hierarchy_file is not None
-        path = _rda.resolve(meta.path.parent, v.hierarchy_file, "hierarchy file", where)
+        path = _rda.resolve(meta.path, v.hierarchy_file, "hierarchy file", where)
         hrc = _rda.read_hrc(path, v.name, total, v.lead)
         missing = [m.rjust(hrc.length) for m in v.missing]
         hierarchy = _rda.with_missing(v.name, hrc, total, missing)
@@ -386,9 +384,12 @@ class _LineReader:
         text = self.fields[self.layout.columns[variable.name]]
         if text in _NO_VALUE:
             return None
-        value = parse_decimal(text)
+        try:
+            value = parse_decimal(text)
+        except NumberError as e:
+            raise self._fail(f"{variable.name}: {e}") from None
         if value is None:
-            raise self._fail(f"{variable.name} {text!r} is not a number")
+            raise self._fail(f"{variable.name} {text[:40]!r} is not a number")
         return value
 
     def whole(self, variable: _rda.Variable | None) -> int | None:
@@ -398,8 +399,12 @@ class _LineReader:
         if text in _NO_VALUE:
             return None
         if not _WHOLE.fullmatch(text):
-            raise self._fail(f"{variable.name} {text!r} is not a whole number >= 0")
-        return int(text)
+            raise self._fail(f"{variable.name} {text[:40]!r} is not a whole number >= 0")
+        try:
+            value = parse_number(text)
+        except NumberError as e:
+            raise self._fail(f"{variable.name}: {e}") from None
+        return int(value)
 
     def status(self) -> CellStatus:
         column = self.layout.column("status")

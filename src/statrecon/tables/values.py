@@ -10,24 +10,20 @@ the user saw).
 
 from __future__ import annotations
 
-import math
-import numbers
-import re
-from decimal import Decimal
 from fractions import Fraction
 
-# a decimal as tau-Argus writes it: optional sign, digits, a decimal comma or point;
-# no thousands separators, no exponent
-_DECIMAL = re.compile(r"[+-]?(\d+([.,]\d*)?|[.,]\d+)")
+from statrecon.number_reader import NotANumber, exact_value, parse_number
+
 MAX_DECIMALS = 12
 
 
 def parse_decimal(text: str) -> Fraction | None:
-    """``text`` as an exact Fraction (decimal comma or point), or None if it is no number."""
-    text = text.strip()
-    if not _DECIMAL.fullmatch(text):
+    """``text`` as an exact Fraction (decimal comma or point), or None if it is no number;
+    a number beyond the reader's bounds (digits, size) is a NumberError saying so."""
+    try:
+        return parse_number(text, comma=True)
+    except NotANumber:
         return None
-    return Fraction(text.replace(",", "."))
 
 
 def exact(value: object) -> Fraction | None:
@@ -35,21 +31,12 @@ def exact(value: object) -> Fraction | None:
     Fraction; None for a missing value (None, NaN) or something that is not a number.
 
     A float becomes the decimal it prints as (``0.1`` is 1/10, not the binary double nearest
-    to it): the number a user typed or a file held."""
-    if value is None or isinstance(value, bool):
+    to it): the number a user typed or a file held. Every number goes through
+    :mod:`statrecon.number_reader` (bounded digits and size: a NumberError beyond)."""
+    try:
+        return exact_value(value, comma=True)
+    except NotANumber:
         return None
-    if isinstance(value, Fraction | int):
-        return Fraction(value)
-    if isinstance(value, Decimal):
-        return Fraction(value) if value.is_finite() else None
-    if isinstance(value, str):
-        return parse_decimal(value)
-    if isinstance(value, numbers.Integral):
-        return Fraction(int(value))
-    if isinstance(value, numbers.Real):
-        as_float = float(value)
-        return Fraction(repr(as_float)) if math.isfinite(as_float) else None
-    return None
 
 
 def decimals_of(value: Fraction) -> int | None:
@@ -76,8 +63,9 @@ def format_decimal(value: Fraction, decimals: int, comma: bool = False) -> str |
 
 
 def show(value: Fraction) -> str:
-    """``value`` for a message: a decimal when one is exact, else ``p/q``."""
-    d = decimals_of(value)
+    """``value`` for a message: a decimal when one is exact (up to 30 decimals, as the
+    number reader reads), else ``p/q``."""
+    d = next((d for d in range(31) if (10**d) % value.denominator == 0), None)
     if d is None:
         return f"{value.numerator}/{value.denominator}"
     text = format_decimal(value, d)

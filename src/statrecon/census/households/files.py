@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from statrecon import inputs
 from statrecon.census.geography import BLOCK_GEOID, GEOID_LENGTH, STATE_LENGTH, TRACT_LENGTH
 from statrecon.census.households import schema as hh
 from statrecon.census.households import tables as hht
@@ -165,8 +166,7 @@ def read_households(path: Path | str) -> pd.DataFrame:
 
 def _read_csv(path: Path) -> pd.DataFrame:
     """Every cell of a households file as text, or a one-line error naming the file."""
-    if not path.is_file():
-        raise StatreconError(f"{path}: no such file")
+    inputs.admit(path, "households file")
     try:
         return pd.read_csv(path, dtype=object, keep_default_na=False, na_filter=False,
                            skip_blank_lines=False, encoding="utf-8")
@@ -279,6 +279,7 @@ def read_tables(path: Path) -> dict[str, np.ndarray]:
     error (never "the last one wins"), as is a missing one.
     """
     position = {c.cell: i for i, c in enumerate(hht.table_index().cells)}
+    inputs.admit(path, "tables file")
     out: dict[str, np.ndarray] = {}
     first_line: dict[str, np.ndarray] = {}  # block -> line of each cell (0: not yet seen)
     try:

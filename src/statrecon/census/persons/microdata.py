@@ -12,6 +12,7 @@ from pathlib import Path
 
 import duckdb
 
+from statrecon import inputs
 from statrecon.census.geography import GEOID_LENGTH, TRACT_LENGTH
 from statrecon.census.persons.cells import MAX_AGE, RACES
 from statrecon.db import lock
@@ -26,8 +27,10 @@ FLAG_FALSE = ("N", "n", "0", "false", "False", "FALSE")
 def _read(path: Path, con: duckdb.DuckDBPyConnection) -> None:
     """Table ``raw``: the file as read (CSV: every column as text), with its line numbers.
 
-    The path is a bound parameter, never SQL text.
+    The path is a bound parameter, never SQL text; the file passes the input gate first
+    (a regular file within the size limit, recorded as this command's input).
     """
+    inputs.admit(path, "persons file")
     if path.suffix.lower() == ".parquet":
         source = "read_parquet($p)"
     else:

@@ -93,9 +93,14 @@ class Lattice:
 
 
 def lattice_of(comp: Component, scale: int) -> Lattice | None:
+    """None also when a number times scale does not fit int64 with room for sums: the
+    witness search is then skipped and the exact audit (Fractions) proves every bound."""
     b = [v * scale for v in comp.b]
     if any(v.denominator != 1 for v in b) or any((v * scale).denominator != 1
                                                  for v in comp.lo):
+        return None
+    if not fits_int64([*b, *(v * scale for v in comp.lo),
+                       *(h * scale for h in comp.hi if h is not None)]):
         return None
     A = sp.csr_matrix(comp.a_float).astype(np.int64)
     hi = [np.iinfo(np.int64).max if h is None else math.floor(h * scale)
@@ -104,6 +109,11 @@ def lattice_of(comp: Component, scale: int) -> Lattice | None:
                     np.array([int(v * scale) for v in comp.lo], dtype=np.int64),
                     np.array(hi, dtype=np.int64),
                     int(np.abs(A.data).max()) if A.nnz else 1)
+
+
+def fits_int64(values: Sequence[Fraction]) -> bool:
+    """Every value well inside int64 (a sum of a component's cells may not overflow)."""
+    return all(abs(v) < LIMIT >> 8 for v in values)
 
 
 def lattice_point(lat: Lattice, x: np.ndarray, scale: int) -> np.ndarray | None:
@@ -190,6 +200,8 @@ class Board:
         self.index = {self.comp.local[r.cell]: r for r in cells}
         self.lattice = lattice_of(self.comp, self.scale)
         self.truth = np.zeros(len(self.comp.cells), dtype=np.int64)
+        if not fits_int64([prep.problem.values[c] * self.scale for c in self.comp.cells]):
+            self.lattice = None
         if self.lattice is not None:
             self.truth = np.array([int(prep.problem.values[c] * self.scale)
                                    for c in self.comp.cells], dtype=np.int64)
