@@ -4,11 +4,21 @@ float computation, and against draws from OpenDP's sampler and the seeded one.""
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 import pytest
 
-from statrecon.discrete_gaussian import noise_bound, sample, tail_upper
+from statrecon.discrete_gaussian import (
+    MAX_SIGMA,
+    MIN_ALPHA,
+    MIN_SIGMA,
+    BoundOutOfTime,
+    noise_bound,
+    sample,
+    scale_problem,
+    tail_upper,
+)
 from statrecon.errors import StatreconError
 
 
@@ -44,6 +54,26 @@ def test_no_noise_and_bad_arguments() -> None:
         noise_bound(1.0, 0.0)
     with pytest.raises(StatreconError, match="sigma"):
         tail_upper(-1.0, 2)
+
+
+def test_scales_beyond_the_samplers_are_refused_and_bounds_keep_a_deadline() -> None:
+    """Issue 27: sigma above MAX_SIGMA allocated exabytes (the seeded sampler) or ran for
+    hours (the bound); the bound's sums stop at ``end``."""
+    assert scale_problem(0.0) is None and scale_problem(MAX_SIGMA) is None
+    assert "largest sigma" in str(scale_problem(1e300))
+    assert "least sigma" in str(scale_problem(MIN_SIGMA / 2))
+    assert scale_problem(math.inf) is not None and scale_problem(math.nan) is not None
+    for call in (lambda: sample(10, 2 * MAX_SIGMA, 0), lambda: noise_bound(1e300, 0.01),
+                 lambda: tail_upper(2 * MAX_SIGMA, 3)):
+        with pytest.raises(StatreconError, match="at most 10,000"):
+            call()
+    with pytest.raises(StatreconError, match="failure probability"):
+        noise_bound(1.0, MIN_ALPHA / 10)
+    t0 = time.monotonic()
+    with pytest.raises(BoundOutOfTime):
+        noise_bound(MAX_SIGMA, 1e-9, end=t0 + 0.05)
+    assert time.monotonic() - t0 < 0.5
+    assert noise_bound(3.0, 1e-6, end=time.monotonic() + 60) == noise_bound(3.0, 1e-6)
 
 
 def _check_draws(draws: np.ndarray, sigma: float) -> None:

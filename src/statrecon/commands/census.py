@@ -210,8 +210,9 @@ def certain(
     out: Annotated[Path, typer.Option(help="Certain persons to write (Parquet).")],
     delta: Annotated[float, typer.Option(help="Failure probability: every claim holds "
                                          "together with probability >= 1 - delta.")] = 0.05,
-    time_limit: Annotated[float, typer.Option(min=0.001, help="Solver seconds per block; "
-                                              "past it the block is 'unknown'.")] = 10.0,
+    time_limit: Annotated[float, typer.Option(
+        min=0.001, help="Seconds for the noise bounds, then solver seconds per block; past "
+                        "it the block (every block, for the bounds) is 'unknown'.")] = 10.0,
     workers: Annotated[int, typer.Option(min=0, help="Local worker processes; 0 = all "
                                          "cores.")] = 0,
     executor: Annotated[str | None, typer.Option(help="dask://HOST:PORT to run on a Dask "
@@ -277,6 +278,9 @@ def compare(
     certain_file: Annotated[Path | None, typer.Option(
         "--certain", help="Persons certain within the noise, from `census certain`: "
                           "counted against the truth.")] = None,
+    release: Annotated[Path | None, typer.Option(
+        help="The noisy release the --certain claims are about: its digest must be theirs "
+             "and no claim may exceed what its noisy cells allow.")] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Refuse a truth file with tracts "
                                          "the reconstruction lacks (default: compare the "
                                          "common tracts and count the rest).")] = False,
@@ -292,7 +296,7 @@ def compare(
 
     with activity("Comparing…", quiet=quiet):
         result = run(truth, recon, seed=seed, strict=strict, microdata=microdata,
-                     certain=certain_file)
+                     certain=certain_file, release=release)
     if as_json:
         sys.stdout.write(json.dumps(result) + "\n")
         return

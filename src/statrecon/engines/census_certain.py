@@ -46,13 +46,15 @@ def class_matrix(mats: CellMatrices) -> sp.csr_matrix:
     return ((mats.block[counts] @ member) > 0).astype(np.int64).tocsr()
 
 
-def cell_bounds(sigmas: np.ndarray, delta: float, cells: int) -> np.ndarray:
+def cell_bounds(sigmas: np.ndarray, delta: float, cells: int, end: float | None = None
+                ) -> np.ndarray:
     """t_c per cell: |noise| <= t_c for all ``cells`` noisy cells with probability at least
-    1 - delta (the union bound, each tail from ``noise_bound``)."""
+    1 - delta (the union bound, each tail from ``noise_bound``); ``BoundOutOfTime`` once the
+    monotonic clock passes ``end``."""
     alpha = delta / cells
     out = np.zeros(len(sigmas), dtype=np.int64)
     for sigma in np.unique(sigmas):
-        out[sigmas == sigma] = noise_bound(float(sigma), alpha)
+        out[sigmas == sigma] = noise_bound(float(sigma), alpha, end)
     return out
 
 

@@ -25,6 +25,7 @@ from statrecon.experiments.census_scores import (
     KEY,
     binned,
     block_majority,
+    check_claims_release,
     matched_per_block,
     precision_at_k,
     read_certain,
@@ -198,10 +199,19 @@ def _block_scores(loaded: _Loaded, seed: int) -> tuple[pd.DataFrame, dict[str, A
 
 
 def compare(truth_path: Path, recon_path: Path, *, seed: int = 0, strict: bool = False,
-            microdata: Path | None = None, certain: Path | None = None) -> dict[str, Any]:
+            microdata: Path | None = None, certain: Path | None = None,
+            release: Path | None = None) -> dict[str, Any]:
     """The summary the Bureau reports (stable JSON keys; see the README), with the measures
     of ``census_scores`` for the reconstruction and for each baseline (``microdata``: a
-    persons file scored as if it were a reconstruction, such as a DP run's own microdata)."""
+    persons file scored as if it were a reconstruction, such as a DP run's own microdata;
+    ``release``: the noisy release the ``certain`` claims are checked against)."""
+    claims = None
+    if certain is not None:  # the claims are checked before any scoring
+        claims = read_certain(certain)
+        if release is not None:
+            check_claims_release(certain, *claims, release)
+    elif release is not None:
+        raise StatreconError("--release checks the claims of --certain; give --certain too")
     loaded = _load(truth_path, recon_path, strict)
     f, info = _block_scores(loaded, seed)
     persons = int(f["persons"].sum())
@@ -240,17 +250,19 @@ def compare(truth_path: Path, recon_path: Path, *, seed: int = 0, strict: bool =
         "scores": scores(loaded.truth, loaded.recon, loaded.bins),
         "baselines": _baselines(loaded, seed, microdata),
         **_ranked(loaded, seed),
-        **_within_noise(loaded, certain),
+        **_within_noise(loaded, claims),
     }
 
 
-def _within_noise(loaded: _Loaded, certain: Path | None) -> dict[str, Any]:
-    """The persons ``census certain`` proved within the noise, and how many of them the
-    truth lacks (at the block tables' resolution, the resolution of the claims)."""
+def _within_noise(loaded: _Loaded, certain: tuple[pd.DataFrame, dict[str, Any]] | None
+                  ) -> dict[str, Any]:
+    """The persons ``census certain`` proved within the noise (``read_certain``'s claims
+    and metadata), and how many of them the truth lacks (at the block tables' resolution,
+    the resolution of the claims)."""
     if certain is None:
         return {"certain_within_noise": None, "certain_within_noise_not_in_truth": None,
                 "delta": None}
-    claims, meta = read_certain(certain)
+    claims, meta = certain
     classes = truth_classes(loaded.truth, meta["cells"])
     have = classes.groupby(["block", "class"]).size().rename("have")
     merged = claims.merge(have, left_on=["block", "class"], right_index=True, how="left")

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import json
 import math
+import re
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -33,15 +35,18 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from statrecon.census.geography import TRACT_LENGTH
-from statrecon.census.persons.cells import SEXES, grid_index
-from statrecon.census.persons.release import cells_from_json
+from statrecon.census.geography import GEOID_LENGTH, TRACT_LENGTH
+from statrecon.census.persons.cells import SEXES, Sf1Cell, definitions_digest, grid_index
+from statrecon.census.persons.release import MAX_VALUE, cells_from_json, read_release
 from statrecon.engines.census import CellMatrices
 from statrecon.errors import StatreconError
 from statrecon.report.census import SIZE_EDGES, SIZE_LABELS
 from statrecon.runs.census_certain import META_KEY as CERTAIN_KEY
+from statrecon.runs.census_certain import claim_ceilings
 
 KEY = ["sex", "age", "race", "hispanic"]
+# ``CensusRelease.digest``: definitions, values and (with invariants) invariants, 16 hex each
+DIGEST = re.compile(r"[0-9a-f]{16}(:[0-9a-f]{16}){1,2}")
 ORIGIN = ["race", "hispanic"]
 
 
@@ -200,7 +205,20 @@ def precision_at_k(truth: pd.DataFrame, guess: pd.DataFrame, bins: list[int], se
 
 
 def read_certain(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """The claims of ``census certain`` (block, class, persons) and their metadata."""
+    """The claims of ``census certain`` (block, class, persons) and their metadata, checked
+    as evidence: each (block, class) once, classes of the claims' own cell definitions,
+    counts a block can hold, and a release digest made from those definitions."""
+    table, meta = _certain_table(path)
+    cells = _claims_cells(path, meta["cells"])
+    _check_digest(path, meta.get("release"), cells)
+    frame = table.select(["block", "class", "persons"]).to_pandas()
+    _check_claims(path, frame, int(_matrices(cells).block_class.max()) + 1)
+    return frame, {"delta": float(meta["delta"]), "cells": meta["cells"],
+                   "release": meta["release"]}
+
+
+def _certain_table(path: Path) -> tuple[pa.Table, dict[str, Any]]:
+    """The claims table and its metadata: delta in (0, 1), the three typed columns."""
     try:
         table = pq.read_table(path)
         raw = (table.schema.metadata or {}).get(CERTAIN_KEY)
@@ -211,7 +229,8 @@ def read_certain(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
     try:
         meta = json.loads(raw)
         delta = meta["delta"]
-        cells = meta["cells"]
+        if "cells" not in meta:
+            raise KeyError("cells")
     except (ValueError, KeyError, TypeError):
         raise StatreconError(f"{path}: unreadable metadata (make the file with `statrecon "
                              "census certain`)") from None
@@ -222,16 +241,88 @@ def read_certain(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
            for name, kind in columns.items()):
         raise StatreconError(f"{path}: expected the columns block (text), class and persons "
                              "(integers)")
-    frame = table.select(list(columns)).to_pandas()
+    return table, meta
+
+
+def _claims_cells(path: Path, cells: object) -> tuple[Sf1Cell, ...]:
+    try:
+        return cells_from_json(cells)
+    except StatreconError as e:
+        raise StatreconError(f"{path}: {e}") from None
+
+
+@lru_cache(maxsize=2)
+def _matrices(cells: tuple[Sf1Cell, ...]) -> CellMatrices:
+    """The cells' matrices, built once for the claims' checks and the truth's classes."""
+    return CellMatrices.build(cells)
+
+
+def _check_digest(path: Path, digest: object, cells: tuple[Sf1Cell, ...]) -> None:
+    """The release digest the claims name (``CensusRelease.digest``: the definitions', the
+    values' and the invariants' hashes) starts with the hash of the claims' own cells."""
+    if not isinstance(digest, str) or not DIGEST.fullmatch(digest):
+        raise StatreconError(f"{path}: no release digest (got {str(digest)[:60]!r}): the "
+                             "claims must name the release they are about (make the file "
+                             "with `statrecon census certain`)")
+    own = definitions_digest(cells)
+    if digest.split(":")[0] != own:
+        raise StatreconError(f"{path}: the claims name release {digest}, whose cell "
+                             f"definitions ({digest.split(':')[0]}) are not the claims' own "
+                             f"({own}): not the release they are about")
+
+
+def _check_claims(path: Path, frame: pd.DataFrame, classes: int) -> None:
+    """Each (block, class) once, in a block GEOID; a class of the definitions; at least
+    one person, and no more in a block than a census block holds."""
     if (frame["persons"] < 1).any() or frame["block"].isna().any():
         raise StatreconError(f"{path}: a claim must name a block and at least one person")
-    return frame, {"delta": float(delta), "cells": cells}
+    geoid = frame["block"].str.fullmatch(rf"\d{{{GEOID_LENGTH}}}")
+    if not geoid.all():
+        raise StatreconError(f"{path}: block {frame['block'][~geoid].iloc[0][:40]!r} is not "
+                             f"a {GEOID_LENGTH}-digit block GEOID")
+    twice = frame.duplicated(["block", "class"])
+    if twice.any():
+        row = frame[twice].iloc[0]
+        raise StatreconError(f"{path}: block {row['block']} class {row['class']} is claimed "
+                             "more than once (each class of a block is one claim)")
+    outside = (frame["class"] < 0) | (frame["class"] >= classes)
+    if outside.any():
+        row = frame[outside].iloc[0]
+        raise StatreconError(f"{path}: block {row['block']}: class {row['class']} is not a "
+                             f"class of the claims' cell definitions (0 to {classes - 1:,})")
+    per_block = frame["persons"].astype(np.int64).groupby(frame["block"]).sum()
+    if (per_block > MAX_VALUE["block"]).any():
+        block = per_block[per_block > MAX_VALUE["block"]].index[0]
+        raise StatreconError(f"{path}: block {block}: {int(per_block[block]):,} persons "
+                             f"claimed, more than a census block holds (at most "
+                             f"{MAX_VALUE['block']:,})")
+
+
+def check_claims_release(path: Path, claims: pd.DataFrame, meta: dict[str, Any],
+                         release_path: Path) -> None:
+    """Claims checked against the release they name: its digest, and no claim above what
+    its noisy cells allow within the noise bounds at the claims' delta
+    (``census_certain.claim_ceilings``)."""
+    release = read_release(release_path)
+    if meta["release"] != release.digest:
+        raise StatreconError(f"{path}: the claims are about release {meta['release']}, not "
+                             f"{release_path} (release {release.digest})")
+    ceilings = claim_ceilings(release, meta["delta"], claims["block"].tolist(),
+                              claims["class"].to_numpy())
+    over = np.flatnonzero(claims["persons"].to_numpy() > ceilings)
+    if len(over):
+        row, most = claims.iloc[int(over[0])], int(ceilings[over[0]])
+        holds = (f"holds at most {most:,} within the noise of" if most >= 0
+                 else "is not a block of")
+        raise StatreconError(f"{path}: block {row['block']}: {int(row['persons']):,} persons "
+                             f"of class {row['class']} claimed, but the block {holds} "
+                             f"{release_path}")
 
 
 def truth_classes(truth: pd.DataFrame, cells: list[dict[str, Any]]) -> pd.DataFrame:
     """Each true person's block and class (the set of person types no block count cell of
     ``cells`` tells apart), from the claims' own cell definitions."""
-    mats = CellMatrices.build(cells_from_json(cells))
+    mats = _matrices(cells_from_json(cells))
     sex = (truth["sex"] == SEXES[1]).to_numpy(dtype=np.int64)
     index = grid_index(sex, truth["age"].to_numpy(dtype=np.int64),
                        truth["race"].to_numpy(dtype=np.int64),

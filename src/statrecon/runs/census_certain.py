@@ -20,7 +20,8 @@ import pyarrow.parquet as pq
 import scipy.sparse as sp
 
 from statrecon.census.persons.cells import Sf1Cell, definitions_digest
-from statrecon.census.persons.release import CensusRelease, TractTables
+from statrecon.census.persons.release import CensusRelease, ReleaseNoise, TractTables
+from statrecon.discrete_gaussian import MIN_ALPHA, BoundOutOfTime
 from statrecon.engines.census import CellMatrices
 from statrecon.engines.census_certain import cell_bounds, certain_in_block, class_matrix
 from statrecon.errors import StatreconError
@@ -77,64 +78,148 @@ def certify_tract(shared: Shared, tables: TractTables
     return table, statuses, round(time.perf_counter() - t0, 3)
 
 
-def certain_release(release: CensusRelease, out: Path, delta: float,
-                    time_limit: float | None = 10.0, progress: Progress | None = None,
-                    workers: int = 1, executor: str | None = None) -> CertainSummary:
-    """Prove, block by block, the persons in every dataset within the noise bounds; write
-    them to ``out``. Tracts run in parallel (``workers`` or a Dask ``executor``) and each is
-    stored in ``OUT.parts/`` as it finishes, so a rerun after a crash or Ctrl-C resumes."""
+def _check_request(release: CensusRelease, delta: float) -> ReleaseNoise:
+    """The release's noise, when it is noisy and ``delta`` spread over its cells (the union
+    bound: delta / N each) is a failure probability the noise bounds compute."""
     if not 0 < delta < 1:
         raise StatreconError(f"--delta must lie in (0, 1), got {delta}")
     noise = release.noise
     if noise is None or not noise.noisy:
         raise StatreconError(f"{release.path}: exact tables, not noisy measurements; their "
                              "certain persons come from `census reconstruct`")
-    t0 = time.perf_counter()
+    cells = _noisy_cells(release)
+    if delta / cells < MIN_ALPHA:
+        raise StatreconError(f"--delta {delta:g} over the release's {cells:,} noisy cells "
+                             f"leaves each cell a failure probability of {delta / cells:.3g}, "
+                             f"below {MIN_ALPHA:g}, the least the noise bounds compute; give "
+                             f"--delta at least {MIN_ALPHA * cells:.3g}")
+    return noise
+
+
+def _noisy_cells(release: CensusRelease) -> int:
+    return len(release.blocks) * len(release.block_cells) + len(release.tracts) * len(
+        release.tract_cells)
+
+
+def _bounds(release: CensusRelease, noise: ReleaseNoise, delta: float,
+            time_limit: float | None) -> tuple[np.ndarray, np.ndarray] | None:
+    """t_c per block count cell and per tract cell (``cell_bounds``), or None when they took
+    longer than ``time_limit`` (a sigma near the largest takes seconds): then nothing is
+    proven."""
     block_cells = release.block_cells
     counts = [k for k, cell in enumerate(block_cells) if not cell.is_median]
     sigma_block = np.array([noise.sigma[block_cells[k].table] for k in counts])
     sigma_tract = np.array([noise.sigma[c.table] for c in release.tract_cells])
-    total_cells = len(release.blocks) * len(block_cells) + len(release.tracts) * len(
-        release.tract_cells)
-    t_block = cell_bounds(sigma_block, delta, total_cells)
-    t_tract = cell_bounds(sigma_tract, delta, total_cells) if len(sigma_tract) else t_block[:0]
+    end = None if time_limit is None else time.monotonic() + time_limit
+    total = _noisy_cells(release)
+    try:
+        t_block = cell_bounds(sigma_block, delta, total, end)
+        t_tract = cell_bounds(sigma_tract, delta, total, end) if len(sigma_tract) \
+            else t_block[:0]
+    except BoundOutOfTime:
+        return None
+    return t_block, t_tract
+
+
+def certain_release(release: CensusRelease, out: Path, delta: float,
+                    time_limit: float | None = 10.0, progress: Progress | None = None,
+                    workers: int = 1, executor: str | None = None) -> CertainSummary:
+    """Prove, block by block, the persons in every dataset within the noise bounds; write
+    them to ``out``. Tracts run in parallel (``workers`` or a Dask ``executor``) and each is
+    stored in ``OUT.parts/`` as it finishes, so a rerun after a crash or Ctrl-C resumes.
+    ``time_limit`` holds for the noise bounds, then for each block; past it nothing of the
+    block (of any block, for the bounds) is claimed."""
+    noise = _check_request(release, delta)
+    t0 = time.perf_counter()
+    bounds = _bounds(release, noise, delta, time_limit)
+    meta: dict[str, Any] = {"release": release.digest, "delta": delta, "rho": noise.rho,
+                            "cells": [asdict(cell) for cell in release.cells]}
+    summary = CertainSummary(blocks=len(release.blocks))
+    if bounds is None:  # out of time before any block: every block unknown
+        summary.statuses = {"unknown": len(release.blocks)}
+        _write(out, _claims_table([]), {**meta, "bounds": None,
+                                        "statuses": summary.statuses, "tract_seconds": 0.0})
+        summary.elapsed_s = time.perf_counter() - t0
+        return summary
+    t_block, t_tract = bounds
     store = PartStore(out, {"release": release.digest, "delta": delta}, META_KEY)
+    _run_tracts(release, store, (release.cells, t_block, time_limit), progress, workers,
+                executor)
+    merged, summary.statuses, tract_seconds = _collect(store)
+    summary.persons = int(pa.compute.sum(merged["persons"]).as_py() or 0)
+    _write(out, merged, {**meta, "bounds": {"block": sorted(set(t_block.tolist())),
+                                            "tract": sorted(set(t_tract.tolist()))},
+                         "statuses": summary.statuses, "tract_seconds": round(tract_seconds, 2)})
+    store.clear()
+    summary.elapsed_s = time.perf_counter() - t0
+    return summary
+
+
+def claim_ceilings(release: CensusRelease, delta: float, blocks: list[str],
+                   classes: np.ndarray) -> np.ndarray:
+    """Per claim (``blocks[i]``, ``classes[i]``), the most persons of that class any dataset
+    within the release's noise bounds at ``delta`` puts in that block: the least upper
+    bound m_c + t_c over the block count cells holding the class (-1: no such block). A
+    claim of ``census certain`` on this release never exceeds it (its witness meets every
+    upper bound), so a claim that does is not about this release."""
+    noise = _check_request(release, delta)
+    bounds = _bounds(release, noise, delta, None)
+    assert bounds is not None  # no time limit
+    mats, c = _classes(release.cells)
+    counts = np.flatnonzero(mats.is_count)
+    cols = c.tocsc()
+    row = {b: i for i, b in enumerate(release.blocks)}
+    out = np.full(len(blocks), -1, dtype=np.int64)
+    for j, (block, k) in enumerate(zip(blocks, classes.tolist(), strict=True)):
+        i = row.get(block)
+        if i is None or not 0 <= k < cols.shape[1]:
+            continue
+        cells = cols.indices[cols.indptr[k]:cols.indptr[k + 1]]  # never none: P1 holds all
+        upper = release.block_values[i, counts[cells]] + bounds[0][cells]
+        out[j] = max(0, int(upper.min()))
+    return out
+
+
+def _run_tracts(release: CensusRelease, store: PartStore, shared: Shared,
+                progress: Progress | None, workers: int, executor: str | None) -> None:
+    """Every tract not yet in ``store``, largest first, each stored as it finishes."""
     done = store.finished()
     todo = [t for t in release.tract_tables() if t.tract not in done]
     todo.sort(key=lambda t: -len(t.blocks))
-    summary = CertainSummary(blocks=len(release.blocks))
     if progress:
         progress(Step(0, len(todo), 0))
     workers = max(1, min(workers, len(todo)))
-    with closing(run_units(certify_tract, (release.cells, t_block, time_limit), todo,
-                           workers=workers, executor=executor)) as results:
+    with closing(run_units(certify_tract, shared, todo, workers=workers,
+                           executor=executor)) as results:
         found = 0
         for i, (tables, (table, statuses, seconds)) in enumerate(results, start=1):
             found += int(pa.compute.sum(table["persons"]).as_py() or 0)
             store.write(tables.tract, table, {"statuses": statuses, "seconds": seconds})
             if progress:
                 progress(Step(i, len(todo), found, tables.tract))
-    tables_out: list[pa.Table] = []
-    statuses_all: dict[str, int] = {}
-    tract_seconds = 0.0
-    for part, part_meta in sorted(store.finished().values(), key=lambda pm: pm[0]):
-        tables_out.append(pq.read_table(part).replace_schema_metadata(None))
-        tract_seconds += float(part_meta.get("seconds", 0))
-        for status, n in part_meta["statuses"].items():
-            statuses_all[status] = statuses_all.get(status, 0) + n
-    merged = pa.concat_tables(tables_out) if tables_out else pa.table(
+
+
+def _claims_table(tables: list[pa.Table]) -> pa.Table:
+    """The parts as one table sorted by block and class (empty: the three columns)."""
+    merged = pa.concat_tables(tables) if tables else pa.table(
         {"block": pa.array([], pa.string()), "class": pa.array([], pa.int32()),
          "persons": pa.array([], pa.int32())})
-    merged = merged.sort_by([("block", "ascending"), ("class", "ascending")])
-    summary.statuses = statuses_all
-    summary.persons = int(pa.compute.sum(merged["persons"]).as_py() or 0)
-    summary.elapsed_s = time.perf_counter() - t0
-    meta = {"release": release.digest, "delta": delta, "rho": noise.rho,
-            "cells": [asdict(cell) for cell in release.cells],
-            "bounds": {"block": sorted(set(t_block.tolist())),
-                       "tract": sorted(set(t_tract.tolist()))},
-            "statuses": statuses_all, "tract_seconds": round(tract_seconds, 2)}
+    return merged.sort_by([("block", "ascending"), ("class", "ascending")])
+
+
+def _collect(store: PartStore) -> tuple[pa.Table, dict[str, int], float]:
+    """Every stored tract merged: the claims, the count of each block status, the seconds."""
+    tables_out: list[pa.Table] = []
+    statuses: dict[str, int] = {}
+    seconds = 0.0
+    for part, part_meta in sorted(store.finished().values(), key=lambda pm: pm[0]):
+        tables_out.append(pq.read_table(part).replace_schema_metadata(None))
+        seconds += float(part_meta.get("seconds", 0))
+        for status, n in part_meta["statuses"].items():
+            statuses[status] = statuses.get(status, 0) + n
+    return _claims_table(tables_out), statuses, seconds
+
+
+def _write(out: Path, merged: pa.Table, meta: dict[str, Any]) -> None:
     merged = merged.replace_schema_metadata({META_KEY: json.dumps(meta).encode()})
     write_atomically(out, lambda tmp: pq.write_table(merged, tmp))
-    store.clear()
-    return summary

@@ -28,7 +28,7 @@ import yaml
 
 from statrecon.census.geography import TRACT_LENGTH
 from statrecon.census.persons.cells import Sf1Cell, mask_matrix
-from statrecon.discrete_gaussian import sample
+from statrecon.discrete_gaussian import MAX_SIGMA, MIN_SIGMA, sample, scale_problem
 from statrecon.errors import StatreconError
 
 # The 2020 redistricting production's person budget by geographic level (parts of 4099).
@@ -139,7 +139,8 @@ def read_allocation(path: Path, cells: tuple[Sf1Cell, ...]) -> dict[str, float]:
 
 def plan_noise(cells: tuple[Sf1Cell, ...], rho: float,
                allocation: dict[str, float] | None = None) -> NoisePlan:
-    """Each table's budget and noise scale for a total ``rho`` (inf: none)."""
+    """Each table's budget and noise scale for a total ``rho`` (inf: none); every scale
+    one the samplers draw and the models weigh (``discrete_gaussian.scale_problem``)."""
     if math.isnan(rho) or rho <= 0:
         raise StatreconError(f"--dp-rho must be > 0 (or inf for no noise), got {rho}")
     tables = count_tables(cells)
@@ -148,9 +149,34 @@ def plan_noise(cells: tuple[Sf1Cell, ...], rho: float,
     for name, members in tables.items():
         m = sensitivity_squared(members)
         part = rho * shares[name]
-        sigma = 0.0 if math.isinf(part) else math.sqrt(m / (2 * part))
-        plan[name] = TableNoise(shares[name], part, m, sigma)
+        plan[name] = TableNoise(shares[name], part, m, _scale(m, part))
+    _check_scales(rho, plan)
     return NoisePlan(rho, plan)
+
+
+def _scale(m: int, part: float) -> float:
+    """sigma = sqrt(m / (2 rho_T)): 0 for rho_T = inf, inf where rho_T underflowed to 0."""
+    if math.isinf(part):
+        return 0.0
+    return math.sqrt(m / (2 * part)) if part > 0 else math.inf
+
+
+def _check_scales(rho: float, plan: dict[str, TableNoise]) -> None:
+    """Refuse a budget whose scales no run can use, saying which budgets work."""
+    for name, t in plan.items():
+        problem = scale_problem(t.sigma)
+        if problem is None:
+            continue
+        # sigma_T = sqrt(m / (2 share rho)): the budgets that keep every table in range
+        least = max(n.sensitivity_squared / (2 * n.share * MAX_SIGMA ** 2)
+                    for n in plan.values())
+        most = min(n.sensitivity_squared / (2 * n.share * MIN_SIGMA ** 2)
+                   for n in plan.values())
+        fits = (f"--dp-rho must lie between {least:.3g} and {most:.3g}" if least <= most
+                else "no --dp-rho gives every table a usable sigma")
+        raise StatreconError(f"--dp-rho {rho:g}: table {name} would get sigma {t.sigma:.3g}, "
+                             f"{problem}; with this allocation {fits} (or inf for exact "
+                             "tables)")
 
 
 def add_noise(values: np.ndarray, tables: np.ndarray, plan: NoisePlan, seed: int | None

@@ -30,6 +30,7 @@ from statrecon.census.persons.cells import (
 )
 from statrecon.census.persons.identities import check_identities
 from statrecon.db import hardened
+from statrecon.discrete_gaussian import sampler_reach, scale_problem
 from statrecon.errors import StatreconError
 from statrecon.outputs import write_atomically
 
@@ -42,6 +43,9 @@ COLUMNS = ("level", "geoid", "table", "cell", "value")
 # What one geography can hold: no 2010 block had more than a few thousand persons, no tract
 # more than about 40,000. A larger published count is an error (or an attack on our memory).
 MAX_VALUE = {"block": 100_000, "tract": 1_000_000}
+# The chance that a true exact tract population is refused, per noisy measurement of it
+# (``_check_population_fits``).
+INVARIANT_ALPHA = 1e-12
 
 
 def write_release(table: pa.Table, cells: tuple[Sf1Cell, ...], tables: str, path: Path,
@@ -229,7 +233,9 @@ def read_release(path: Path) -> CensusRelease:
     if missing:
         raise StatreconError(f"{path}: missing column(s) {', '.join(missing)}")
     noisy = noise is not None and noise.noisy
-    block_values, tract_values, blocks, tracts = _values(path, cells, noisy)
+    reach = None if noise is None or not noisy else {
+        t: sampler_reach(v) for t, v in noise.sigma.items()}
+    block_values, tract_values, blocks, tracts = _values(path, cells, reach)
     try:  # P1 gives each block's population
         _total_cell([c for c in cells if c.level == "block"])
     except StatreconError as e:
@@ -242,6 +248,8 @@ def read_release(path: Path) -> CensusRelease:
                             block_values, tract_values, noise)
     if not noisy:  # noisy measurements do not add up, by design
         check_identities(release)
+    if noise is not None and noise.tract_population is not None:
+        _check_population_fits(release, noise, noise.tract_population)
     return release
 
 
@@ -251,11 +259,30 @@ def _noise_from_meta(raw: object, cells: tuple[Sf1Cell, ...]) -> ReleaseNoise | 
         return None
     if not isinstance(raw, dict) or raw.get("mechanism") != "discrete_gaussian":
         raise ValueError("noise: only discrete_gaussian noise is understood")
-    rho = raw.get("rho")
-    rho = math.inf if rho == "inf" else rho
-    if isinstance(rho, bool) or not isinstance(rho, int | float) or not rho > 0:
-        raise ValueError(f"noise: rho must be a number > 0 or 'inf', got {str(rho)[:40]!r}")
-    tables = raw.get("tables")
+    stated = raw.get("rho")
+    rho = math.inf if stated == "inf" else _number(stated)
+    if rho is None or not rho > 0:
+        raise ValueError(f"noise: rho must be a number > 0 or 'inf', got {str(stated)[:40]!r}")
+    sampler = raw.get("sampler")
+    return ReleaseNoise(float(rho), _sigmas(raw.get("tables"), cells),
+                        sampler if isinstance(sampler, str) else "unknown",
+                        _invariants(raw.get("invariants")))
+
+
+def _number(value: object) -> float | None:
+    """A JSON number as a float (a huge integer becomes inf), or None when it is none."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf
+
+
+def _sigmas(tables: object, cells: tuple[Sf1Cell, ...]) -> dict[str, float]:
+    """Every table's sigma, each one the samplers draw and the models weigh
+    (``discrete_gaussian.scale_problem``), and all of them noisy or none (a table at sigma
+    0 beside noisy ones is neither exact tables nor noisy measurements)."""
     if not isinstance(tables, dict):
         raise ValueError("noise: no noise scale per table (a noisy release must state the "
                          "sigma of every table)")
@@ -264,19 +291,23 @@ def _noise_from_meta(raw: object, cells: tuple[Sf1Cell, ...]) -> ReleaseNoise | 
     for name, entry in tables.items():
         if name not in names:
             raise ValueError(f"noise: table {str(name)[:40]!r} is not a table of the release")
-        value = entry.get("sigma") if isinstance(entry, dict) else None
-        if isinstance(value, bool) or not isinstance(value, int | float) or not (
-                math.isfinite(value) and value >= 0):
+        value = _number(entry.get("sigma") if isinstance(entry, dict) else None)
+        if value is None or not math.isfinite(value) or value < 0:
             raise ValueError(f"noise: table {name}: sigma must be a finite number >= 0, got "
-                             f"{str(value)[:40]!r}")
-        sigma[name] = float(value)
+                             f"{str(entry)[:60]!r}")
+        problem = scale_problem(value)
+        if problem is not None:
+            raise ValueError(f"noise: table {name}: sigma {value:.3g}, {problem}")
+        sigma[name] = value
     left = sorted(names - set(sigma))
     if left:
         raise ValueError(f"noise: no sigma for table {left[0]} (a noisy release must state "
                          "the noise scale of every table)")
-    sampler = raw.get("sampler")
-    return ReleaseNoise(float(rho), sigma, sampler if isinstance(sampler, str) else "unknown",
-                        _invariants(raw.get("invariants")))
+    exact = sorted(n for n, v in sigma.items() if v == 0)
+    if exact and len(exact) < len(sigma):
+        raise ValueError(f"noise: table {exact[0]} states sigma 0 beside noisy tables; a "
+                         "noisy release has noise on every table (rho = inf: on none)")
+    return sigma
 
 
 def _invariants(raw: object) -> dict[str, int] | None:
@@ -318,6 +349,36 @@ def _check_invariants(path: Path, population: dict[str, int], tracts: tuple[str,
                              "(an invariant covers every tract)")
 
 
+def _check_population_fits(release: CensusRelease, noise: ReleaseNoise,
+                           population: dict[str, int]) -> None:
+    """Each tract's exact population lies within the noise of every measurement of it the
+    release publishes: each total cell of the tract, and each block table's total cell
+    summed over the tract's blocks. N_Z(0, sigma^2) is sigma-sub-Gaussian (Canonne, Kamath
+    and Steinke 2020), so a sum of k draws strays beyond sigma sqrt(2 k ln(2 / alpha)) with
+    probability at most alpha: a true invariant is refused with probability at most
+    INVARIANT_ALPHA per measurement, a made-up one is not believed (exact tables: it must
+    be their sum)."""
+    slack = math.sqrt(2 * math.log(2 / INVARIANT_ALPHA))
+    block = [(k, c.table) for k, c in enumerate(release.block_cells) if c.is_total]
+    tract = [(k, c.table) for k, c in enumerate(release.tract_cells) if c.is_total]
+    for tables in release.tract_tables():
+        n = population[tables.tract]
+        nb = len(tables.blocks)
+        measured = [(int(tables.block_values[:, k].sum()), table, nb) for k, table in block]
+        measured += [(int(tables.tract_values[k]), table, 1) for k, table in tract]
+        for value, table, draws in measured:
+            sigma = noise.sigma[table]
+            room = math.ceil(sigma * math.sqrt(draws) * slack)
+            if abs(n - value) > room:
+                where = f"summed over its {nb:,} blocks " if draws > 1 else ""
+                raise StatreconError(
+                    f"{release.path}: noise: the invariant population of tract {tables.tract} "
+                    f"is {n:,}, but the total cell of table {table} {where}measures {value:,}: "
+                    f"more than {room:,} apart, which noise of sigma {sigma:g} strays with "
+                    f"probability below {INVARIANT_ALPHA:g}; the invariant does not belong to "
+                    "these tables")
+
+
 def _hash_values(block_values: np.ndarray, tract_values: np.ndarray,
                  blocks: tuple[str, ...]) -> str:
     import hashlib
@@ -350,26 +411,29 @@ def _first(con: duckdb.DuckDBPyConnection, condition: str,
     return rows[0] if rows else None
 
 
-def _check_entries(path: Path, con: duckdb.DuckDBPyConnection, noisy: bool) -> None:
-    """Every value is a whole count within what its level holds (a noisy measurement may be
-    negative); every level is known."""
+def _check_entries(path: Path, con: duckdb.DuckDBPyConnection,
+                   reach: dict[str, int] | None) -> None:
+    """Every value is a whole count within what its level holds; every level is known.
+    ``reach``: a noisy release's farthest draw per table (``_check_noisy_range``)."""
     number = _NUMBER
     bad = _first(con, "value IS NULL")
     if bad:
         raise StatreconError(f"{path}: {bad[0]} {bad[1]} {bad[2]} {bad[3]}: no value")
-    floor = "-$floor" if noisy else "0"
-    bad = _first(con, f"{number} IS NULL OR NOT isfinite({number}) OR {number} < {floor} "
-                      f"OR {number} <> round({number})",
-                 {"floor": max(MAX_VALUE.values())} if noisy else None)
+    floor = "" if reach is not None else f" OR {number} < 0"
+    bad = _first(con, f"{number} IS NULL OR NOT isfinite({number}) OR {number} <> "
+                      f"round({number}){floor}")
     if bad:
-        hint = ("" if noisy else " (a noisy release states its noise: make it with census "
-                "tabulate --dp-rho)")
+        hint = ("" if reach is not None else " (a noisy release states its noise: make it "
+                "with census tabulate --dp-rho)")
         raise StatreconError(f"{path}: {bad[0]} {bad[1]} {bad[2]} {bad[3]}: a count must be "
-                             f"a whole number{'' if noisy else ' >= 0'}, got {bad[4]!r}"
-                             + hint)
+                             f"a whole number{'' if reach is not None else ' >= 0'}, got "
+                             f"{bad[4]!r}" + hint)
     bad = _first(con, "level NOT IN ('block', 'tract') OR level IS NULL")
     if bad:
         raise StatreconError(f"{path}: unknown level {bad[0]!r} (expected block or tract)")
+    if reach is not None:
+        _check_noisy_range(path, con, reach)
+        return
     for level, limit in MAX_VALUE.items():
         bad = _first(con, f"level = $level AND {number} > $limit",
                      {"level": level, "limit": limit})
@@ -377,6 +441,28 @@ def _check_entries(path: Path, con: duckdb.DuckDBPyConnection, noisy: bool) -> N
             raise StatreconError(f"{path}: {bad[0]} {bad[1]} {bad[2]} {bad[3]}: value {bad[4]} "
                                  f"is more than a census {level} holds (at most {limit:,} "
                                  f"persons)")
+
+
+def _check_noisy_range(path: Path, con: duckdb.DuckDBPyConnection, reach: dict[str, int]
+                       ) -> None:
+    """A noisy value lies within its table's sampler reach (``sampler_reach`` of the stated
+    sigma) of a count its level can hold: [-reach, MAX_VALUE + reach]. Anything further is
+    not a draw of the noise the release states (and would overflow the models)."""
+    con.register("reach", pa.table({"name": list(reach),
+                                    "reach": pa.array(list(reach.values()), pa.int64())}))
+    rows = con.execute(f"""
+        SELECT r.level, r.geoid, r."table", r.cell, r.value, COALESCE(n.reach, 0)
+        FROM release r LEFT JOIN reach n ON r."table" = n.name
+        WHERE {_NUMBER} < -COALESCE(n.reach, 0) OR {_NUMBER} > COALESCE(n.reach, 0)
+              + CASE r.level WHEN 'block' THEN $block ELSE $tract END
+        LIMIT 1""", MAX_VALUE).fetchall()
+    con.unregister("reach")
+    if rows:
+        level, geoid, table, cell, value, far = rows[0]
+        raise StatreconError(f"{path}: {level} {geoid} {table} {cell}: value {value} is more "
+                             f"than {far:,} (the farthest draw of table {table}'s stated "
+                             f"noise) outside 0 to {MAX_VALUE[level]:,}, what a census "
+                             f"{level} holds: not a noisy measurement of a count")
 
 
 def _check_each_cell_once(path: Path, level: str, ids: tuple[str, ...],
@@ -430,7 +516,7 @@ def _level_matrix(path: Path, con: duckdb.DuckDBPyConnection, cells: tuple[Sf1Ce
     return matrix, ids
 
 
-def _values(path: Path, cells: tuple[Sf1Cell, ...], noisy: bool = False
+def _values(path: Path, cells: tuple[Sf1Cell, ...], reach: dict[str, int] | None = None
             ) -> tuple[np.ndarray, np.ndarray, tuple[str, ...], tuple[str, ...]]:
     """Pivot the long table to (geographies x cells) per level, checking every entry.
 
@@ -438,7 +524,7 @@ def _values(path: Path, cells: tuple[Sf1Cell, ...], noisy: bool = False
     and cells into integer codes, so memory stays at a few numbers per published value.
     """
     con = hardened({"release": _read_columns(path)})
-    _check_entries(path, con, noisy)
+    _check_entries(path, con, reach)
     out: list[np.ndarray] = []
     geos: list[tuple[str, ...]] = []
     for level, length in (("block", GEOID_LENGTH), ("tract", TRACT_LENGTH)):
