@@ -67,11 +67,13 @@ def load_tables(source: Path, *, rda: Path | None, recompute: bool | None,
     # a frame that lists total rows gives the published margins; else they are computed
     margins: Literal["given", "compute"] = (
         "given" if any((frame[d] == TOTAL).any() for d in dims if d in frame) else "compute")
-    # the columns a protected table is written with are read back, never ignored
-    given = {c: c if c in frame.columns else None for c in ("lower", "upper", "sliding", "cost")}
+    def column(name: str) -> str | None:  # written by `tables protect`: read back, not ignored
+        return name if name in frame.columns else None
+
     return TableSet((table_from_frame(frame, dims, value, status=status, frequency=frequency,
                                       margins=margins, name=source.stem, source=str(source),
-                                      **given),))
+                                      lower=column("lower"), upper=column("upper"),
+                                      sliding=column("sliding"), cost=column("cost")),))
 
 
 TOTAL = "Total"
