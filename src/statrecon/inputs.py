@@ -193,19 +193,23 @@ _BATCH_ROWS = 16_384
 
 
 def read_columnar(path: Path | str, what: str, *, columns: Sequence[str] | None = None,
-                  text: bool = True, budget: int = MAX_DECODED) -> Any:
+                  text: bool = True, budget: int = MAX_DECODED, max_cells: int = MAX_CELLS,
+                  dictionary: Sequence[str] = ()) -> Any:
     """A Parquet (``.parquet``/``.pq``) or CSV/TSV file as an Arrow table, through the gate:
     admitted (:func:`admit`), then decoded in batches that count every byte decoding
-    produces, stopped with a one-line error past ``budget`` bytes or :data:`MAX_CELLS` cells.
-    ``columns``: only these (Parquet). ``text``: every CSV column as text (numbers are read
-    exactly later, :mod:`statrecon.number_reader`); Parquet keeps its types and its schema's
-    metadata."""
+    produces, stopped with a one-line error past ``budget`` bytes or ``max_cells`` cells.
+    ``columns``: only these (Parquet). ``dictionary``: Parquet text columns kept
+    dictionary-encoded (a few bytes a row; counted as encoded, their dictionaries included),
+    every other one decoded and counted as decoded. ``text``: every CSV column as text
+    (numbers are read exactly later, :mod:`statrecon.number_reader`); Parquet keeps its types
+    and its schema's metadata."""
     path = admit(path, what, limit=None)
     suffix = path.suffix.lower()
+    spent = _Budget(path, what, budget, max_cells)
     if suffix in (".parquet", ".pq"):
-        return _read_parquet(path, what, columns, budget)
+        return _read_parquet(path, what, columns, spent, tuple(dictionary))
     if suffix in (".csv", ".tsv", ".txt"):
-        return _read_csv(path, what, "\t" if suffix == ".tsv" else ",", text, budget)
+        return _read_csv(path, what, "\t" if suffix == ".tsv" else ",", text, spent)
     raise StatreconError(f"{path}: the {what} must be .csv, .tsv or .parquet, not "
                          f"'{suffix or path.name}'", where=str(path))
 
@@ -213,8 +217,8 @@ def read_columnar(path: Path | str, what: str, *, columns: Sequence[str] | None 
 class _Budget:
     """Bytes and cells decoded so far from one file, and the error past the limits."""
 
-    def __init__(self, path: Path, what: str, budget: int) -> None:
-        self.path, self.what, self.budget = path, what, budget
+    def __init__(self, path: Path, what: str, budget: int, max_cells: int) -> None:
+        self.path, self.what, self.budget, self.max_cells = path, what, budget, max_cells
         self.bytes = self.cells = 0
 
     def add(self, nbytes: int, cells: int) -> None:
@@ -225,18 +229,22 @@ class _Budget:
                                  f"{self.budget:,} bytes (a file of "
                                  f"{self.path.stat().st_size:,} bytes); it is not read",
                                  where=str(self.path))
-        if self.cells > MAX_CELLS:
+        if self.cells > self.max_cells:
             raise StatreconError(f"{self.path}: the {self.what} holds more than "
-                                 f"{MAX_CELLS:,} cells; it is not read", where=str(self.path))
+                                 f"{self.max_cells:,} cells; it is not read",
+                                 where=str(self.path))
 
 
-def _decoded_bytes(column: Any) -> int:
+def _decoded_bytes(column: Any, keep: bool = False) -> int:
     """What one batch column takes once decoded: a dictionary column's values are counted
-    once per row that uses them (the footer counts only their indices)."""
+    once per row that uses them (the footer counts only their indices); ``keep``: a column
+    that stays encoded, counted as it is (indices and dictionary)."""
     # lazy: pyarrow loads only when a columnar file is read
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    if keep and pa.types.is_dictionary(column.type):
+        return int(column.indices.nbytes + column.dictionary.nbytes)
     if pa.types.is_dictionary(column.type):
         values = column.dictionary
         if pa.types.is_string(values.type) or pa.types.is_binary(values.type) or \
@@ -248,12 +256,12 @@ def _decoded_bytes(column: Any) -> int:
     return int(column.nbytes)
 
 
-def _read_parquet(path: Path, what: str, columns: Sequence[str] | None, budget: int) -> Any:
+def _read_parquet(path: Path, what: str, columns: Sequence[str] | None, spent: _Budget,
+                  keep: tuple[str, ...]) -> Any:
     # lazy: pyarrow loads only when a columnar file is read
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    spent = _Budget(path, what, budget)
     try:
         with pq.ParquetFile(path) as probe:
             schema = probe.schema_arrow
@@ -263,7 +271,8 @@ def _read_parquet(path: Path, what: str, columns: Sequence[str] | None, budget: 
         batches = []
         with pq.ParquetFile(path, read_dictionary=wanted) as f:
             for batch in f.iter_batches(batch_size=_BATCH_ROWS, columns=columns):
-                spent.add(sum(_decoded_bytes(c) for c in batch.columns),
+                spent.add(sum(_decoded_bytes(c, n in keep)
+                              for n, c in zip(batch.schema.names, batch.columns, strict=True)),
                           batch.num_rows * batch.num_columns)
                 batches.append(batch)
             out_schema = f.schema_arrow if columns is None else pa.schema(
@@ -273,26 +282,26 @@ def _read_parquet(path: Path, what: str, columns: Sequence[str] | None, budget: 
     except (pa.ArrowException, OSError, KeyError) as e:
         raise StatreconError(f"{path}: cannot read the {what}: {_first_line(e)}",
                              where=str(path)) from None
-    return _decode_dictionaries(table).replace_schema_metadata(schema.metadata)
+    return _decode_dictionaries(table, keep).replace_schema_metadata(schema.metadata)
 
 
-def _decode_dictionaries(table: Any) -> Any:
-    """Dictionary columns back to plain ones (their size was counted as decoded)."""
+def _decode_dictionaries(table: Any, keep: tuple[str, ...]) -> Any:
+    """Dictionary columns back to plain ones (their size was counted as decoded), but those
+    to ``keep`` encoded."""
     # lazy: pyarrow loads only when a columnar file is read
     import pyarrow as pa
 
     for i, field in enumerate(table.schema):
-        if pa.types.is_dictionary(field.type):
+        if pa.types.is_dictionary(field.type) and field.name not in keep:
             table = table.set_column(i, field.name, table.column(i).cast(field.type.value_type))
     return table
 
 
-def _read_csv(path: Path, what: str, delimiter: str, text: bool, budget: int) -> Any:
+def _read_csv(path: Path, what: str, delimiter: str, text: bool, spent: _Budget) -> Any:
     # lazy: pyarrow loads only when a columnar file is read
     import pyarrow as pa
     import pyarrow.csv as pcsv
 
-    spent = _Budget(path, what, budget)
     names = _csv_header(path, what, delimiter)
     try:
         reader = pcsv.open_csv(

@@ -326,9 +326,9 @@ def test_missing_files(tmp_path: Path) -> None:
     with pytest.raises(StatreconError, match=r"hierarchy file 'REG\.HRC': no such file") as c:
         read_tab(tab)
     assert c.value.where.endswith("small.rda:6")
-    with pytest.raises(StatreconError, match="no such metadata file"):
+    with pytest.raises(StatreconError, match=r"no such file \(the metadata file\)"):
         read_tab(tab, tmp_path / "other.rda")
-    with pytest.raises(StatreconError, match="no such table file"):
+    with pytest.raises(StatreconError, match=r"no such file \(the table file\)"):
         read_tab(tmp_path / "nothing.tab", tmp_path / "small.rda")
     rda = RDA.replace("Sex\n", 'Sex\n    <CODELIST> "sex.cdl"\n')
     with pytest.raises(StatreconError, match=r"code list 'sex\.cdl': no such file"):

@@ -33,8 +33,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 
+from statrecon import inputs
 from statrecon.census.geography import GEOID_LENGTH, TRACT_LENGTH
 from statrecon.census.persons.cells import SEXES, Sf1Cell, definitions_digest, grid_index
 from statrecon.census.persons.release import MAX_VALUE, cells_from_json, read_release
@@ -219,11 +219,8 @@ def read_certain(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
 
 def _certain_table(path: Path) -> tuple[pa.Table, dict[str, Any]]:
     """The claims table and its metadata: delta in (0, 1), the three typed columns."""
-    try:
-        table = pq.read_table(path)
-        raw = (table.schema.metadata or {}).get(CERTAIN_KEY)
-    except (OSError, pa.ArrowInvalid) as e:
-        raise StatreconError(f"{path}: cannot read ({e})") from None
+    table = inputs.read_columnar(path, "certain persons file")
+    raw = (table.schema.metadata or {}).get(CERTAIN_KEY)
     if raw is None:
         raise StatreconError(f"{path}: not the output of `statrecon census certain`")
     try:

@@ -37,6 +37,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from statrecon import inputs
 from statrecon.census.persons.cells import RACES, SEXES, attribute_grid
 from statrecon.engines.census import TractResult
 from statrecon.errors import StatreconError
@@ -265,12 +266,7 @@ class PartStore:
 
 def read_recon(path: Path) -> tuple[pa.Table, dict[str, Any]]:
     """A finished reconstruction and its metadata (tract summaries, run information)."""
-    if not path.exists():
-        raise StatreconError(f"{path}: no such file")
-    try:
-        table = pq.read_table(path)
-    except (OSError, pa.ArrowInvalid) as e:
-        raise StatreconError(f"{path}: not a Parquet file ({e})") from None
+    table = inputs.read_columnar(path, "census reconstruction")  # a user's file: the gate
     raw = (table.schema.metadata or {}).get(META_KEY)
     if raw is None or not set(SCHEMA.names) <= set(table.column_names):
         raise StatreconError(f"{path}: not a statrecon census reconstruction (make one with "

@@ -26,6 +26,7 @@ import numpy as np
 import pyarrow as pa
 import yaml
 
+from statrecon import inputs
 from statrecon.census.geography import TRACT_LENGTH
 from statrecon.census.persons.cells import Sf1Cell, mask_matrix
 from statrecon.discrete_gaussian import MAX_SIGMA, MIN_SIGMA, sample, scale_problem
@@ -95,13 +96,7 @@ def default_allocation(cells: tuple[Sf1Cell, ...]) -> dict[str, float]:
 def read_allocation(path: Path, cells: tuple[Sf1Cell, ...]) -> dict[str, float]:
     """A YAML/JSON mapping ``table: share`` over every table of the release, summing to 1."""
     where = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise StatreconError(f"{where}: cannot read the allocation: {e}") from None
-    if len(text) > 1_000_000:
-        raise StatreconError(f"{where}: an allocation file is a short mapping; this one is "
-                             f"{len(text):,} characters")
+    text = inputs.read_text(path, "allocation file (a short mapping)", limit=1_000_000)
     try:
         # no aliases: a few hundred bytes of nested aliases expand to billions of values
         if any(isinstance(e, yaml.AliasEvent) for e in yaml.parse(text, Loader=_LOADER)):

@@ -19,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from statrecon import inputs
 from statrecon.census.geography import GEOID_LENGTH, TRACT_LENGTH, tract_of
 from statrecon.census.persons.cells import (
     LEVELS,
@@ -63,6 +64,7 @@ def write_release(table: pa.Table, cells: tuple[Sf1Cell, ...], tables: str, path
 
 
 MAX_CELLS = 20_000  # SF1's person tables have 4,071 cells (with P13 4,074)
+MAX_ROWS = 40_000_000  # (geography, cell) rows of one release file
 NAME = re.compile(r"[A-Za-z0-9_.\-]{1,40}")
 FIELDS = {"table", "cell", "level", "title", "race", "two_or_more", "hispanic", "sex",
           "age_lo", "age_hi", "statistic"}
@@ -210,8 +212,7 @@ def _total_cell(cells: list[Sf1Cell]) -> int:
 
 def read_release(path: Path) -> CensusRelease:
     """Read and validate a release written by ``statrecon census tabulate`` (or by hand)."""
-    if not path.exists():
-        raise StatreconError(f"{path}: no such file")
+    inputs.admit(path, "census release", limit=None)  # a regular file, recorded as input
     try:
         schema = pq.read_schema(path)
     except (pa.ArrowInvalid, OSError) as e:
@@ -391,13 +392,12 @@ def _hash_values(block_values: np.ndarray, tract_values: np.ndarray,
 
 
 def _read_columns(path: Path) -> pa.Table:
-    """The five columns, strings dictionary-encoded (a few bytes per row, not a string each)."""
-    try:
-        return pq.read_table(path, columns=list(COLUMNS),
-                             read_dictionary=["level", "geoid", "table", "cell"])
-    except (pa.ArrowException, OSError, ValueError) as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise StatreconError(f"{path}: cannot read the release: {first[:200]}") from None
+    """The five columns, strings dictionary-encoded (a few bytes per row, not a string each),
+    through the input gate's budget (a release of every SF1 cell of 40 million block and
+    tract rows at most: the 28 bundled tracts hold 35 million)."""
+    return inputs.read_columnar(path, "census release", columns=list(COLUMNS),
+                                dictionary=["level", "geoid", "table", "cell"],
+                                max_cells=len(COLUMNS) * MAX_ROWS)
 
 
 _NUMBER = "TRY_CAST(value AS DOUBLE)"
