@@ -354,3 +354,61 @@ def read_frame(path: Path | str, what: str, *, text: bool = True,
     None), after checking what the Python objects would take."""
     table = read_columnar(path, what, text=text, budget=budget)
     return table.to_pandas()
+
+
+# ------------------------------------------------------------------------ small YAML files
+
+
+def read_yaml(path: Path | str, what: str, *, limit: int = 1_000_000) -> Any:
+    """A small YAML file from a stranger (an allocation, a mapping of options): through the
+    gate, without aliases (a few hundred bytes of nested aliases expand to billions of
+    values) and without a key given twice (YAML would keep the last one without a word);
+    each mistake one line naming ``file:line``."""
+    # lazy: PyYAML loads only when a YAML file is read
+    import yaml
+
+    path = Path(path)
+    text = read_text(path, what, limit=limit)
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        for event in yaml.parse(text, Loader=loader):
+            if isinstance(event, yaml.AliasEvent):
+                raise _yaml_error(path, event.start_mark, f"aliases (*name) are not allowed "
+                                                          f"in the {what}")
+        node = yaml.compose(text, Loader=loader)
+        _no_duplicate_keys(path, node)
+        return yaml.load(text, Loader=loader)
+    except yaml.YAMLError as e:
+        raise _yaml_error(path, getattr(e, "problem_mark", None),
+                          f"malformed YAML in the {what}") from None
+
+
+def _no_duplicate_keys(path: Path, node: Any) -> None:
+    # lazy: PyYAML loads only when a YAML file is read
+    import yaml
+
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, yaml.MappingNode):
+            seen: set[object] = set()
+            for key, value in current.value:
+                name = key.value if isinstance(key, yaml.ScalarNode) else id(key)
+                if name in seen:
+                    raise _yaml_error(path, key.start_mark, f"key {str(name)[:40]!r} is given "
+                                                            "twice")
+                seen.add(name)
+                stack.append(value)
+        elif isinstance(current, yaml.SequenceNode):
+            stack.extend(current.value)
+
+
+def _yaml_error(path: Path, mark: Any, message: str) -> StatreconError:
+    where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+    return StatreconError(f"{where}: {message}", where=where)
+
+
+def check_csv_header(path: Path | str, what: str, delimiter: str = ",") -> list[str]:
+    """The column names of a CSV file: refused when there are none or one is given twice
+    (readers would rename or drop the second without a word)."""
+    return _csv_header(Path(path), what, delimiter)

@@ -57,6 +57,8 @@ def read_table(path: Path, text_columns: tuple[str, ...] = ()) -> Any:
 
     inputs.admit(path, "table")
     suffix = path.suffix.lower()
+    if suffix in (".csv", ".txt", ".tsv"):
+        inputs.check_csv_header(path, "table", "\t" if suffix == ".tsv" else ",")
     try:
         if suffix in (".parquet", ".pq"):
             return pd.read_parquet(path)

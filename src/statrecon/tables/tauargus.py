@@ -261,6 +261,8 @@ def _rows(tab: Path, meta: _rda.Metadata, layout: _Layout) -> list[tuple[int, li
             raise StatreconError(f"{where}: {len(fields)} fields, but {meta.path.name} "
                                  f"declares {layout.fields} ({names})", where=where)
         rows.append((number, fields))
+    if not rows:
+        raise StatreconError(f"{tab}: the table file has no cells", where=str(tab))
     return rows
 
 

@@ -167,6 +167,7 @@ def read_households(path: Path | str) -> pd.DataFrame:
 def _read_csv(path: Path) -> pd.DataFrame:
     """Every cell of a households file as text, or a one-line error naming the file."""
     inputs.admit(path, "households file")
+    inputs.check_csv_header(path, "households file")
     try:
         return pd.read_csv(path, dtype=object, keep_default_na=False, na_filter=False,
                            skip_blank_lines=False, encoding="utf-8")
@@ -280,6 +281,7 @@ def read_tables(path: Path) -> dict[str, np.ndarray]:
     """
     position = {c.cell: i for i, c in enumerate(hht.table_index().cells)}
     inputs.admit(path, "tables file")
+    inputs.check_csv_header(path, "tables file")
     out: dict[str, np.ndarray] = {}
     first_line: dict[str, np.ndarray] = {}  # block -> line of each cell (0: not yet seen)
     try:

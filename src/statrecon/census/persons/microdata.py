@@ -34,6 +34,7 @@ def _read(path: Path, con: duckdb.DuckDBPyConnection) -> None:
     if path.suffix.lower() == ".parquet":
         source = "read_parquet($p)"
     else:
+        inputs.check_csv_header(path, "persons file")
         source = "read_csv($p, all_varchar = true, header = true)"
     con.execute(f"CREATE OR REPLACE TEMP TABLE raw AS SELECT *, "
                 f"row_number() OVER () + 1 AS line FROM {source}", {"p": str(path)})

@@ -96,17 +96,7 @@ def default_allocation(cells: tuple[Sf1Cell, ...]) -> dict[str, float]:
 def read_allocation(path: Path, cells: tuple[Sf1Cell, ...]) -> dict[str, float]:
     """A YAML/JSON mapping ``table: share`` over every table of the release, summing to 1."""
     where = str(path)
-    text = inputs.read_text(path, "allocation file (a short mapping)", limit=1_000_000)
-    try:
-        # no aliases: a few hundred bytes of nested aliases expand to billions of values
-        if any(isinstance(e, yaml.AliasEvent) for e in yaml.parse(text, Loader=_LOADER)):
-            raise StatreconError(f"{where}: YAML aliases (*name) are not allowed in an "
-                                 "allocation")
-        data = yaml.load(text, Loader=_LOADER)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark else ""
-        raise StatreconError(f"{where}{line}: malformed YAML") from None
+    data = inputs.read_yaml(path, "allocation file")
     if not isinstance(data, dict) or not data:
         raise StatreconError(f"{where}: an allocation is a mapping of table names to shares "
                              "of rho (for example P1: 0.1)")
