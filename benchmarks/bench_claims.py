@@ -40,7 +40,7 @@ from statrecon.engines.claims.paper import (
     dataset_rows,
     verify_paper,
 )
-from statrecon.engines.cpsat import Deadline
+from statrecon.engines.solvers.cpsat import Deadline
 
 
 def main() -> int:

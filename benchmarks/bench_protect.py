@@ -46,7 +46,7 @@ sys.path.insert(0, str(ROOT / "benchmarks" / "peers"))
 
 import easysdctable as peer  # noqa: E402  (benchmarks/peers is not a package)
 
-from statrecon.engines.table_problem import problem_from_tables  # noqa: E402
+from statrecon.engines.intervals.tables import problem_from_tables  # noqa: E402
 from statrecon.tables import CellStatus, TableSet  # noqa: E402
 
 
@@ -139,10 +139,10 @@ def gauss_alone(tables: TableSet) -> tuple[int, int]:
     or a sum of primary zeros, determined by the equations), then the integer audit of its
     pattern: (cells suppressed, primary cells it leaves not protected). Witness tables
     first, the full audit on the rest, as the repair loop does."""
-    from statrecon.engines.cpsat import Deadline  # lazy: only with --gauss-audit
     from statrecon.engines.intervals.reach import reach
+    from statrecon.engines.solvers.cpsat import Deadline  # lazy: only with --gauss-audit
     from statrecon.engines.suppression import ProtectOptions, prepare_run
-    from statrecon.engines.suppression_fast import gauss_secondaries
+    from statrecon.engines.suppression.fast import gauss_secondaries
 
     problem = problem_from_tables(tables)
     run = prepare_run(problem, candidates(tables), None, ProtectOptions(time_limit=None))

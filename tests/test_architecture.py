@@ -1,10 +1,12 @@
 """The map of the house (docs/architecture.md) holds in the code: imports only go down the
-layers, no module imports itself through others, and an import inside a function says why."""
+layers, the engine families meet only in the solvers below them, each family has one entry
+point, no module imports itself through others, and an import inside a function says why."""
 
 from __future__ import annotations
 
 import ast
 import os
+import re
 from pathlib import Path
 
 import grimp
@@ -24,24 +26,92 @@ def test_the_layers_contract_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
                         no_logo=True) == 0
 
 
-def test_the_layers_contract_fails_on_an_upward_import(tmp_path: Path,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    """The contract is not vacuous: a copy of the package where an engine imports a command
-    breaks it."""
+def _lint_a_broken_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, module: str,
+                        line: str) -> int:
+    """lint-imports over a copy of the package where ``module`` (a path under the package)
+    gains ``line``."""
     import shutil
 
     copy = tmp_path / "src"
     shutil.copytree(PACKAGE, copy / "statrecon",
                     ignore=shutil.ignore_patterns("__pycache__", "data"))
-    engine = copy / "statrecon" / "engines" / "exact.py"
-    engine.write_text(engine.read_text() + "\nfrom statrecon.commands import progress\n")
+    broken = copy / "statrecon" / module
+    broken.write_text(broken.read_text() + f"\n{line}\n")
     monkeypatch.syspath_prepend(str(copy))
     for name in [m for m in list(os.sys.modules) if m == "statrecon" or
                  m.startswith("statrecon.")]:
         monkeypatch.delitem(os.sys.modules, name)
     monkeypatch.chdir(ROOT)
-    assert lint_imports(config_filename=str(ROOT / "pyproject.toml"), no_cache=True,
-                        no_logo=True) == 1
+    return lint_imports(config_filename=str(ROOT / "pyproject.toml"), no_cache=True,
+                        no_logo=True)
+
+
+def test_the_layers_contract_fails_on_an_upward_import(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The contract is not vacuous: a copy of the package where an engine imports a command
+    breaks it."""
+    assert _lint_a_broken_copy(tmp_path, monkeypatch, "engines/exact/reconstruct.py",
+                               "from statrecon.commands import progress") == 1
+
+
+@pytest.mark.parametrize(("module", "line", "contract"), [
+    # two families meet outside solvers: the independence contract
+    ("engines/census/tract.py", "from statrecon.engines.claims import model",
+     "Engine families are independent"),
+    # suppression may use intervals, and nothing else beside it
+    ("engines/suppression/run.py", "from statrecon.engines.linear import problem",
+     "Engine families are independent"),
+    # the ignored edges go one way only: intervals may not use suppression
+    ("engines/intervals/reach.py", "from statrecon.engines.suppression import run",
+     "Engine families are independent"),
+    # solvers import no family: the layers inside engines
+    ("engines/solvers/modp.py", "from statrecon.engines.linear import problem",
+     "Engines: solvers below every family"),
+])
+def test_the_engine_contracts_fail_when_families_meet(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str],
+                                                      module: str, line: str,
+                                                      contract: str) -> None:
+    """The engine families' contracts are not vacuous: a copy where one family imports
+    another (or a solver imports a family) breaks the contract that forbids it."""
+    assert _lint_a_broken_copy(tmp_path, monkeypatch, module, line) == 1
+    summary = " ".join(capsys.readouterr().out.split()).split(" dependencies. ")[1]
+    verdicts = {name.strip(" -"): verdict for name, verdict in re.findall(
+        r"(.+?) (KEPT|BROKEN)(?: \(\d+ ignored imports\))?", summary.split("Contracts:")[0])}
+    assert [v for name, v in verdicts.items() if name.startswith(contract)] == ["BROKEN"]
+    assert verdicts["Layers: an import only goes down (docs/architecture.md)"] == "KEPT"
+
+
+# claims keeps a lazy __getattr__ table: the CLI reads its formulation registry at start-up,
+# and an eager re-export would load OR-Tools for `statrecon --help`
+LAZY_FAMILIES = ("claims",)
+
+
+def test_every_engine_family_has_one_entry_point() -> None:
+    """Each folder of ``engines/`` has the one ``__init__`` convention (docs/architecture.md):
+    a docstring, explicit re-exports from the family's own modules and ``__all__``; no code."""
+    import importlib
+
+    families = sorted(p.parent for p in (PACKAGE / "engines").glob("*/__init__.py"))
+    assert [f.name for f in families] == ["census", "claims", "exact", "intervals", "linear",
+                                          "solvers", "stream", "suppression"]
+    for folder in families:
+        if folder.name in LAZY_FAMILIES:
+            continue
+        tree = ast.parse((folder / "__init__.py").read_text(encoding="utf-8"))
+        assert ast.get_docstring(tree), folder.name
+        for node in tree.body[1:]:
+            if isinstance(node, ast.ImportFrom):
+                assert (node.module or "").startswith(f"statrecon.engines.{folder.name}."), \
+                    f"{folder.name}: {ast.unparse(node)}"
+            else:
+                targets = node.targets if isinstance(node, ast.Assign) else \
+                    [getattr(node, "target", None)]
+                assert [ast.unparse(t) for t in targets if t is not None] == ["__all__"], \
+                    f"{folder.name}: {ast.unparse(node)}"
+        module = importlib.import_module(f"statrecon.engines.{folder.name}")
+        assert all(getattr(module, name) is not None for name in module.__all__)
 
 
 def test_no_import_circles() -> None:

@@ -9,12 +9,11 @@ from typing import Any
 
 import numpy as np
 
-from statrecon.engines.exact import ExactOptions, reconstruct_exact
+from statrecon.engines.exact import ExactOptions, check_model_size, model_size, reconstruct_exact
 from statrecon.engines.linear import ESTIMATORS, LinearOptions, LinearResult, reconstruct_linear
 from statrecon.engines.linear import METHODS as LINEAR_METHODS
 from statrecon.engines.linear.model import compile_linear, linear_plan, secret_column
 from statrecon.engines.linear.problem import UnsuitableMethod
-from statrecon.engines.record_model import check_model_size, model_size
 from statrecon.errors import StatreconError
 from statrecon.release.files import load_release
 from statrecon.release.known import (

@@ -25,9 +25,9 @@ from conftest import COMMAND, EXAMPLES, ROOT, assert_user_error
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from statrecon.engines import audit
-from statrecon.engines.audit import AuditStep, StreamAuditor
 from statrecon.engines.linear import determine
+from statrecon.engines.stream import AuditStep, StreamAuditor
+from statrecon.engines.stream import auditor as audit
 
 ARITHMETICS = ("rational", "modular")
 F = Fraction

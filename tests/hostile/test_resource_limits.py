@@ -51,7 +51,7 @@ from typer.testing import CliRunner as TyperRunner
 from statrecon.census.households.synthetic import MAX_BLOCK_UNITS
 from statrecon.engines.census import MAX_TRACT_VARIABLES
 from statrecon.engines.exact import ExactOptions, reconstruct_exact
-from statrecon.engines.record_model import DEFAULT_MAX_MODEL_SIZE, model_size
+from statrecon.engines.exact.record_model import DEFAULT_MAX_MODEL_SIZE, model_size
 from statrecon.errors import StatreconError
 from statrecon.release.files import load_release
 from statrecon.release.known import compile_known
@@ -244,7 +244,7 @@ statistics:
 def test_enumeration_keeps_a_bounded_number_of_rows(monkeypatch: pytest.MonkeyPatch) -> None:
     """Datasets of many rows fill memory fast (10,000 of 2,000 rows: GBs); past MAX_ROWS_KEPT
     rows the enumeration stops as if --limit were reached, and the proofs still hold."""
-    from statrecon.engines import exact
+    from statrecon.engines.exact import reconstruct as exact
 
     release = load_release(EXAMPLES / "block_2b.yaml")  # 30 datasets of 3 rows
     known = compile_known(release, None)

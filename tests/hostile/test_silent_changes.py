@@ -56,8 +56,8 @@ from typer.testing import CliRunner as TyperRunner
 from statrecon.census.households.files import read_tables
 from statrecon.census.households.synthetic import generate_blocks
 from statrecon.census.households.tabulate import tabulate_sql
-from statrecon.engines.audit import Domain, StreamAuditor
 from statrecon.engines.claims import BlockRelease, ClaimsOptions, verify_block
+from statrecon.engines.stream import Domain, StreamAuditor
 from statrecon.errors import StatreconError
 from statrecon.experiments.census_match import compare
 

@@ -12,8 +12,8 @@ import itertools
 import pytest
 from conftest import load_peer
 
+from statrecon.engines.intervals.tables import problem_from_tables
 from statrecon.engines.suppression import ProtectOptions, protect
-from statrecon.engines.table_problem import problem_from_tables
 from statrecon.tables import CellStatus
 
 peer = load_peer("easysdctable")

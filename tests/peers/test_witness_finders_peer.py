@@ -9,14 +9,14 @@ from dataclasses import replace
 
 from conftest import load_peer
 
-from statrecon.engines.cpsat import Deadline
 from statrecon.engines.intervals import check_cell
 from statrecon.engines.intervals.moves import move
 from statrecon.engines.intervals.reach import protected_audit, reach
+from statrecon.engines.intervals.tables import problem_from_tables
+from statrecon.engines.solvers.cpsat import Deadline
 from statrecon.engines.suppression import ProtectOptions, prepare_run, protect
-from statrecon.engines.suppression_fast import suppress_order
-from statrecon.engines.suppression_gauss import gauss_pattern
-from statrecon.engines.table_problem import problem_from_tables
+from statrecon.engines.suppression.gauss import gauss_pattern
+from statrecon.engines.suppression.run import suppress_order
 from statrecon.tables import CellStatus
 
 peer = load_peer("easysdctable")

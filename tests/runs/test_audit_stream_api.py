@@ -1,4 +1,4 @@
-"""``statrecon.runs.audit``: auditing a stream from Python, without the CLI.
+"""``statrecon.runs.audit_stream``: auditing a stream from Python, without the CLI.
 
 Reference 004's hospital (q1 - q2 - q3 pins patient 2): the typed events (pinned with its
 certificate, denied, a contradiction naming the smallest set of statistics that contradict),
@@ -22,7 +22,7 @@ from statrecon.release.files import load_release, parse_release
 from statrecon.release.known import PublicTable, load_public
 from statrecon.release.model import Release
 from statrecon.release.stream import StreamEntry, StreamSource, parse_line
-from statrecon.runs.audit import (
+from statrecon.runs.audit_stream import (
     Accepted,
     AuditEvent,
     AuditSummary,

@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from statrecon.engines.intervals import AuditOptions, audit
+from statrecon.engines.intervals.tables import problem_from_tables
 from statrecon.engines.suppression import ProtectOptions
-from statrecon.engines.table_problem import problem_from_tables
 from statrecon.runs.tables import is_empty, protect_tables
 from statrecon.tables import CellStatus, TableSet
 from statrecon.tables.frames import table_from_frame

@@ -6,8 +6,9 @@ records it newly pins (with the certificate: the difference of earlier answers t
 value), or, with ``--deny``, that it was refused because it would pin one. Contradicting
 answers are reported with the statistics that contradict and exit code 2.
 
-The work is the library's (``runs/audit.py``: parse, compile, audit; ``report/audit.py``: the
-human view); this module reads the options, wires them and picks the exit code.
+The work is the library's (``runs/audit_stream.py``: parse, compile, audit;
+``report/audit_stream.py``: the human view); this module reads the options, wires them and
+picks the exit code.
 """
 
 from __future__ import annotations
@@ -70,12 +71,12 @@ def audit_stream(
 ) -> None:
     """Audit statistics one at a time: what each answer newly reveals, with proofs."""
     from statrecon.api import resolve_public
-    from statrecon.engines.audit import ARITHMETICS
+    from statrecon.engines.stream import ARITHMETICS
     from statrecon.release.files import load_release
     from statrecon.release.stream import StreamSource
     from statrecon.report import output_console
-    from statrecon.report.audit import AuditText
-    from statrecon.runs.audit import StreamAudit
+    from statrecon.report.audit_stream import AuditText
+    from statrecon.runs.audit_stream import StreamAudit
 
     if engine not in ARITHMETICS:
         raise StatreconError(f"--engine {engine!r}: choose from {', '.join(ARITHMETICS)}")

@@ -16,7 +16,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, Any, Literal, cast
+from typing import Annotated, Any, cast
 
 import typer
 
@@ -25,112 +25,6 @@ from statrecon.exitcodes import EXIT_UNKNOWN, EXIT_UNPROTECTED
 
 tables_app = typer.Typer(no_args_is_help=True, help="Statistical tables with suppressed "
                          "cells: audit them exactly (LP and integer), with proofs.")
-
-_FRAME_SUFFIXES = (".csv", ".parquet", ".pq", ".tsv")
-
-
-def _split(text: str | None) -> list[str]:
-    return [t.strip() for t in (text or "").split(",") if t.strip()]
-
-
-def load_tables(source: Path, *, rda: Path | None, recompute: bool | None,
-                dimensions: str | None, value: str | None, status: str | None,
-                frequency: str | None, microdata: bool, rules: dict[str, Any]) -> Any:
-    """The TableSet an input names (see the module docstring)."""
-    from statrecon.tables import TableSet
-
-    suffix = source.suffix.lower()
-    additivity: Literal["check", "recompute"] | None = (
-        None if recompute is None else ("recompute" if recompute else "check"))
-    if suffix == ".arb":
-        from statrecon.tables.tauargus import read_arb
-
-        return read_arb(source, additivity=additivity)
-    if suffix == ".tab":
-        from statrecon.tables.tauargus import read_tab
-
-        return TableSet((read_tab(source, rda, additivity=additivity or "check"),))
-    if suffix not in _FRAME_SUFFIXES:
-        raise StatreconError(f"{source}: expected a tau-Argus .arb or .tab file, or a CSV/"
-                             "Parquet table (one row per cell, or microdata with --microdata)")
-    dims = _split(dimensions)
-    if not dims:
-        raise StatreconError(f"{source}: give the explanatory variables with --dimensions "
-                             "a,b,...")
-    if microdata:
-        return TableSet((_from_microdata(source, dims, value, rules),))
-    if value is None:
-        raise StatreconError(f"{source}: give the column of cell values with --value")
-    from statrecon.tables.frames import table_from_frame
-
-    frame = _read_frame(source, dims)
-    # a frame that lists total rows gives the published margins; else they are computed
-    margins: Literal["given", "compute"] = (
-        "given" if any((frame[d] == TOTAL).any() for d in dims if d in frame) else "compute")
-    def column(name: str) -> str | None:  # written by `tables protect`: read back, not ignored
-        return name if name in frame.columns else None
-
-    return TableSet((table_from_frame(frame, dims, value, status=status, frequency=frequency,
-                                      margins=margins, name=source.stem, source=str(source),
-                                      lower=column("lower"), upper=column("upper"),
-                                      sliding=column("sliding"), cost=column("cost")),))
-
-
-TOTAL = "Total"
-
-
-def _read_frame(source: Path, dims: list[str]) -> Any:
-    """A CSV (every column text, numbers read exactly later) or Parquet file, through the
-    input gate, or a one-line error naming it."""
-    from statrecon.tables.frames import load_frame
-
-    return load_frame(source, "table file")
-
-
-def _from_microdata(source: Path, dims: list[str], response: str | None,
-                    rules: dict[str, Any]) -> Any:
-    from statrecon.tables.rules import (
-        Dominance,
-        MinFrequency,
-        PPercent,
-        Protection,
-        TableSpec,
-        table_from_microdata,
-    )
-
-    frame = _read_frame(source, dims)
-    chosen: list[Any] = []
-    if rules["max_n"] is not None:
-        chosen.append(MinFrequency(rules["max_n"]))
-    if rules["p_percent"] is not None:
-        chosen.append(PPercent(rules["p_percent"]))
-    if rules["nk"] is not None:
-        parts = _split(rules["nk"])
-        if len(parts) != 2 or not all(p.isdigit() for p in parts):
-            raise StatreconError(f"--nk {rules['nk']!r}: expected N,K (e.g. 2,85)")
-        chosen.append(Dominance(int(parts[0]), int(parts[1])))
-    if not chosen and not rules["protect_zeros"]:
-        raise StatreconError("--microdata: give a primary suppression rule (--max-n, "
-                             "--p-percent, --nk or --protect-zeros)")
-    spec = TableSpec(variables=dims, response=response, name=source.stem)
-    level = rules["protection"]
-    protection = Protection(str(level), str(level), sliding=str(rules.get("sliding", 0.0)))
-    return table_from_microdata(frame, spec, chosen, protect_zeros=rules["protect_zeros"],
-                                protection=protection, source=str(source))
-
-
-def _from_spec(source: Path, spec_file: Path) -> Any:
-    """The table a spec file (``tables/spec.py``) makes of the microdata ``source``."""
-    from statrecon.tables import TableSet
-    from statrecon.tables.spec import read_spec
-
-    if source.suffix.lower() not in _FRAME_SUFFIXES:
-        raise StatreconError(f"{source}: with --spec, give the microdata as a CSV or Parquet "
-                             "file")
-    spec = read_spec(spec_file)
-    codes = [*spec.table.variables, *(c for cols in spec.levels.values() for c in cols)]
-    return TableSet((spec.tabulate(_read_frame(source, codes), str(source)),))
-
 
 # ------------------------------------------------------------------ options both commands read
 
@@ -188,27 +82,19 @@ def _inputs(source: Path, rda: Path | None, recompute: bool | None, dimensions: 
             value: str | None, status: str | None, frequency: str | None, microdata: bool,
             max_n: int | None, p_percent: float | None, nk: str | None, protect_zeros: bool,
             protection: float, spec: Path | None = None, sliding: float = 0.0) -> Any:
-    if spec is not None:
-        given = [name for name, v in (("--dimensions", dimensions), ("--value", value),
-                                      ("--status", status), ("--frequency", frequency),
-                                      ("--max-n", max_n), ("--p-percent", p_percent),
-                                      ("--nk", nk), ("--protect-zeros", protect_zeros or None),
-                                      ("--protection", protection or None),
-                                      ("--sliding-protection", sliding or None))
-                 if v is not None]
-        if given:
-            raise StatreconError(f"--spec {spec}: the spec file says what to tabulate; "
-                                 f"leave out {', '.join(given)}")
-        return _from_spec(source, spec)
-    return load_tables(source, rda=rda, recompute=recompute, dimensions=dimensions,
+    """The options that name the tables, as the library's :class:`tables.TableSource`."""
+    from statrecon.tables import MicrodataRules, TableSource, parse_nk
+
+    return TableSource(source, rda=rda, recompute=recompute,
+                       dimensions=tuple(d.strip() for d in (dimensions or "").split(",")
+                                        if d.strip()),
                        value=value, status=status, frequency=frequency, microdata=microdata,
-                       rules={"max_n": max_n, "p_percent": p_percent, "nk": nk,
-                              "protect_zeros": protect_zeros, "protection": protection,
-                              "sliding": sliding})
+                       spec=spec, rules=MicrodataRules(max_n, p_percent, parse_nk(nk),
+                                                       protect_zeros, protection, sliding))
 
 
 def _check_apriori(apriori: str) -> None:
-    from statrecon.engines.table_problem import APRIORI
+    from statrecon.engines.intervals import APRIORI
 
     if apriori not in APRIORI:
         raise StatreconError(f"--apriori {apriori!r}: choose from {', '.join(APRIORI)}")
@@ -259,17 +145,18 @@ def audit(
     from statrecon.report import output_console
     from statrecon.report import tables as report
     from statrecon.runs.tables import audit_tables
+    from statrecon.tables import load
 
     _check_apriori(apriori)
     limit = None if time_limit is not None and math.isinf(time_limit) else (
         time_limit or DEFAULT_TIME_LIMIT)
     with hard_limit(backstop(limit), "reading and auditing the tables"):
-        tables = _inputs(source, rda, recompute_totals, dimensions, value, status, frequency,
-                         microdata, max_n, p_percent, nk, protect_zeros, protection, spec,
-                         sliding_protection)
+        named = _inputs(source, rda, recompute_totals, dimensions, value, status, frequency,
+                        microdata, max_n, p_percent, nk, protect_zeros, protection, spec,
+                        sliding_protection)
+        tables = load(named)
         if html is not None:  # once the inputs are read: never one of them, nor one they name
-            check_writable(html, "--html", inputs_given=(("source", source), ("--rda", rda),
-                                                               ("--spec", spec)))
+            check_writable(html, "--html", inputs_given=named.files())
         options = AuditOptions(time_limit=limit, integer=integer)
         with run_bar("suppressed cells", "not protected", quiet=quiet) as progress:
             result = audit_tables(tables, options, apriori=cast(Any, apriori),
@@ -295,15 +182,13 @@ def backstop(limit: float | None) -> float | None:
     return None if limit is None else limit * 1.1 + 2.0
 
 
-def _check_protect_out(out: Path, tables: Any, source: Path, rda: Path | None,
-                       spec: Path | None) -> None:
+def _check_protect_out(out: Path, tables: Any, named: Any) -> None:
     """``--out`` once the inputs are read: never one of them, nor a file they name (a .tab
     also writes its .rda), and a format that can hold the tables."""
     from statrecon.outputs import check_writable
 
     for path in (out, out.with_suffix(".rda")) if out.suffix.lower() == ".tab" else (out,):
-        check_writable(path, "--out", inputs_given=(("source", source), ("--rda", rda),
-                                                   ("--spec", spec)))
+        check_writable(path, "--out", inputs_given=named.files())
     if out.suffix.lower() == ".tab" and len(tables.tables) != 1:
         raise StatreconError(f"--out {out}: linked tables are written as .csv or .parquet")
     if out.suffix.lower() == ".tab" and any(c.sliding for c in tables.cells()):
@@ -361,6 +246,7 @@ def protect(
     from statrecon.report import output_console
     from statrecon.report import tables as report
     from statrecon.runs.tables import COSTS, protect_tables
+    from statrecon.tables import load
 
     _check_apriori(apriori)
     if method not in METHODS:
@@ -372,10 +258,11 @@ def protect(
     limit = None if time_limit is not None and math.isinf(time_limit) else (time_limit or 60.0)
     start = time.monotonic()
     with hard_limit(backstop(limit), "reading and protecting the tables"):
-        tables = _inputs(source, rda, recompute_totals, dimensions, value, status, frequency,
-                         microdata, max_n, p_percent, nk, protect_zeros, protection, spec,
-                         sliding_protection)
-        _check_protect_out(out, tables, source, rda, spec)
+        named = _inputs(source, rda, recompute_totals, dimensions, value, status, frequency,
+                        microdata, max_n, p_percent, nk, protect_zeros, protection, spec,
+                        sliding_protection)
+        tables = load(named)
+        _check_protect_out(out, tables, named)
         with step_bar(f"Protecting ({method})", quiet=quiet) as tell:
             left = None if limit is None else max(0.001, limit - (time.monotonic() - start))
             options = ProtectOptions(method=cast(Any, method), time_limit=left,

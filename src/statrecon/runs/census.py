@@ -17,7 +17,7 @@ import pyarrow as pa
 from statrecon.census.persons.cells import Sf1Cell, definitions_digest
 from statrecon.census.persons.release import CensusRelease, ReleaseNoise, TractTables
 from statrecon.engines.census import CellMatrices, CensusOptions, reconstruct_tract
-from statrecon.engines.census_topdown import reconstruct_noisy
+from statrecon.engines.census.topdown import reconstruct_noisy
 from statrecon.errors import StatreconError
 from statrecon.runs.parallel import run_units
 from statrecon.runs.progress import Progress, Step

@@ -1,4 +1,4 @@
-"""Every block of a noisy release through ``engines.census_certain``: the persons certain
+"""Every block of a noisy release through ``engines.census.certain``: the persons certain
 within the noise, written as one Parquet table (block, class, persons) whose metadata holds
 the cell definitions, delta and the bounds used, so ``census compare`` can score it. Tracts
 are the units (in parallel, each stored in ``OUT.parts/`` as it finishes: resumable, the
@@ -22,8 +22,7 @@ import scipy.sparse as sp
 from statrecon.census.persons.cells import Sf1Cell, definitions_digest
 from statrecon.census.persons.release import CensusRelease, ReleaseNoise, TractTables
 from statrecon.discrete_gaussian import MIN_ALPHA, BoundOutOfTime
-from statrecon.engines.census import CellMatrices
-from statrecon.engines.census_certain import cell_bounds, certain_in_block, class_matrix
+from statrecon.engines.census import CellMatrices, cell_bounds, certain_in_block, class_matrix
 from statrecon.errors import StatreconError
 from statrecon.outputs import write_atomically
 from statrecon.runs.parallel import run_units

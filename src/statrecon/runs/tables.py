@@ -13,10 +13,17 @@ from contextlib import closing
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from statrecon.engines.intervals import AuditOptions, AuditResult, CellAudit, audit_cell, prepare
-from statrecon.engines.intervals.problem import Prepared
+from statrecon.engines.intervals import (
+    Apriori,
+    AuditOptions,
+    AuditResult,
+    CellAudit,
+    Prepared,
+    audit_cell,
+    prepare,
+    problem_from_tables,
+)
 from statrecon.engines.suppression import ProtectOptions, ProtectResult, protect
-from statrecon.engines.table_problem import Apriori, problem_from_tables
 from statrecon.errors import StatreconError
 from statrecon.runs.parallel import run_units
 from statrecon.runs.progress import Progress, Step

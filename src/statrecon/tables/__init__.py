@@ -2,10 +2,12 @@
 inputs (tau-Argus files, data frames, microdata with primary suppression rules).
 
 ``model`` holds the types and the additivity equations every other part reads; ``tauargus``,
-``frames`` and ``rules`` build tables. The audit (``engines.intervals``) and the protection
-work on a :class:`TableSet`.
+``frames``, ``rules`` and ``spec`` build tables, and ``load`` (:func:`load` of a
+:class:`TableSource`) is the one entry that reads whatever a user names. The audit
+(``engines.intervals``) and the protection work on a :class:`TableSet`.
 """
 
+from statrecon.tables.load import MicrodataRules, TableSource, load, parse_nk
 from statrecon.tables.model import (
     Additivity,
     Cell,
@@ -15,4 +17,5 @@ from statrecon.tables.model import (
     TableSet,
 )
 
-__all__ = ["Additivity", "Cell", "CellStatus", "Hierarchy", "Table", "TableSet"]
+__all__ = ["Additivity", "Cell", "CellStatus", "Hierarchy", "MicrodataRules", "Table",
+           "TableSet", "TableSource", "load", "parse_nk"]

@@ -12,8 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import statrecon
-from statrecon.engines.linear import LinearResult, component, determine, modp
+from statrecon.engines.linear import LinearResult, component, determine
 from statrecon.engines.linear.proofs import Determination
+from statrecon.engines.solvers import modp
 from statrecon.release.files import parse_release
 from statrecon.release.known import PublicTable
 

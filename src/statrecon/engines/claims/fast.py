@@ -49,7 +49,7 @@ from statrecon.engines.claims.model import (
     cell_mask,
     time_left,
 )
-from statrecon.engines.cpsat import found
+from statrecon.engines.solvers.cpsat import found
 
 
 @dataclass

@@ -18,7 +18,7 @@ from statrecon.census.households import schema as hh
 from statrecon.census.households import tables as hht
 from statrecon.census.households.schema import Claim
 from statrecon.census.households.tables import BlockRelease
-from statrecon.engines.cpsat import Deadline, found, new_solver
+from statrecon.engines.solvers.cpsat import Deadline, found, new_solver
 from statrecon.errors import InconsistentReleaseError
 
 N_COLS = hh.N_COLUMNS

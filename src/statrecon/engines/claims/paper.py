@@ -21,7 +21,7 @@ from statrecon.census.households import schema as hh
 from statrecon.census.households import tables as hht
 from statrecon.census.households.schema import Claim
 from statrecon.census.households.tables import BlockRelease
-from statrecon.engines.cpsat import Deadline, found, new_solver, refutation
+from statrecon.engines.solvers.cpsat import Deadline, found, new_solver, refutation
 from statrecon.errors import InconsistentReleaseError
 
 HASH_MAX = 1 << 16  # hash coefficients h are drawn from [1, HASH_MAX)

@@ -33,7 +33,7 @@ from statrecon.engines.claims.model import (
     solution_claims,
     time_left,
 )
-from statrecon.engines.cpsat import Deadline
+from statrecon.engines.solvers.cpsat import Deadline
 
 DEFAULT_OPTIONS = ClaimsOptions()
 

@@ -4,11 +4,12 @@ a-priori bounds, by LP (HiGHS) and over integer completions (CP-SAT), each bound
 exact rationals or reported unknown.
 
 A pure engine over plain arrays (``IntervalProblem``); the table model that builds them is
-``statrecon.tables``. ``prepare`` once, then ``audit`` or, in parallel, ``audit_cell`` per
-cell. ``check_cell`` re-checks a cell's certificates from the problem alone.
+``statrecon.tables``, and ``problem_from_tables`` (:mod:`.tables`) turns a ``TableSet`` into
+one. ``prepare`` once, then ``audit`` or, in parallel, ``audit_cell`` per cell
+(:mod:`.audit_cells`). ``check_cell`` re-checks a cell's certificates from the problem alone.
 """
 
-from statrecon.engines.intervals.audit import (
+from statrecon.engines.intervals.audit_cells import (
     DEFAULT_TIME_LIMIT,
     AuditOptions,
     audit,
@@ -25,7 +26,9 @@ from statrecon.engines.intervals.results import (
     Verdict,
     verdict,
 )
+from statrecon.engines.intervals.tables import APRIORI, Apriori, problem_from_tables
 
-__all__ = ["DEFAULT_TIME_LIMIT", "Attack", "AuditOptions", "AuditResult", "Bound", "CellAudit",
-           "Interval", "IntervalProblem", "Prepared", "Verdict", "audit", "audit_cell",
-           "check_bound", "check_cell", "check_problem", "prepare", "verdict"]
+__all__ = ["APRIORI", "DEFAULT_TIME_LIMIT", "Apriori", "Attack", "AuditOptions", "AuditResult",
+           "Bound", "CellAudit", "Interval", "IntervalProblem", "Prepared", "Verdict", "audit",
+           "audit_cell", "check_bound", "check_cell", "check_problem", "prepare",
+           "problem_from_tables", "verdict"]

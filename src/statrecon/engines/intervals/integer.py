@@ -19,10 +19,10 @@ from typing import Literal
 
 from ortools.sat.python import cp_model
 
-from statrecon.engines.cpsat import Deadline, found, new_solver
 from statrecon.engines.intervals.exact import Side, holds, on_lattice
 from statrecon.engines.intervals.lp import BoundStatus, LpOutcome
 from statrecon.engines.intervals.problem import Component
+from statrecon.engines.solvers.cpsat import Deadline, found, new_solver
 
 # how a proven bound is proven: "dual" LP multipliers + an exact optimal point; "ray" an
 # exact unbounded direction; "lp-dual" (integer) the LP certificate rounded to the lattice +

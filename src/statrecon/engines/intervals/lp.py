@@ -6,7 +6,8 @@ that increases the cost) from the true values, which are a feasible point.
 
 HiGHS's own time limit is passed on (the dual simplex checks its clock; these LPs are small,
 one component each), so a solve can overrun the limit a little but never yields a bound that
-was not checked. HiGHS is built once per component and hot-started (:mod:`.highs`).
+was not checked. HiGHS is built once per component and hot-started
+(:mod:`statrecon.engines.solvers.highs`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from typing import Literal
 import numpy as np
 import scipy.sparse as sp
 
-from statrecon.engines.cpsat import Deadline
 from statrecon.engines.intervals.exact import (
     Side,
     implied_bound,
@@ -27,8 +27,9 @@ from statrecon.engines.intervals.exact import (
     objective,
     point_candidates,
 )
-from statrecon.engines.intervals.highs import ComponentLp
 from statrecon.engines.intervals.problem import Component
+from statrecon.engines.solvers.cpsat import Deadline
+from statrecon.engines.solvers.highs import ComponentLp
 
 # reached: a witness attains the value, so the true end lies at least that far out
 # (``reach``); proven: the value is the end itself
@@ -57,7 +58,8 @@ class LpOutcome:
 def lp_bound(solver: ComponentLp, comp: Component, cost: Mapping[int, int], side: Side,
              deadline: Deadline, scale: int) -> LpOutcome:
     """min (side lower) or max (side upper) of cost·x over the component, proven or unknown.
-    ``solver``: HiGHS over this component (built once, see :mod:`.highs`)."""
+    ``solver``: HiGHS over this component (built once, see
+    :mod:`statrecon.engines.solvers.highs`)."""
     left = deadline.left()
     if left is not None and left <= 0:
         return LpOutcome("unknown", note="time limit")

@@ -24,10 +24,10 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from statrecon.engines.cpsat import Deadline
-from statrecon.engines.intervals.highs import build_highs, highs_core
 from statrecon.engines.intervals.problem import Prepared
 from statrecon.engines.intervals.reach import Board, Lattice, Reached, completes
+from statrecon.engines.solvers.cpsat import Deadline
+from statrecon.engines.solvers.highs import build_highs, highs_core
 
 EPS = 1e-7
 
@@ -51,7 +51,7 @@ def move(prep: Prepared, reached: dict[int, Reached], deadline: Deadline) -> Non
 class Mover:
     """One component's least-change LP over (d⁺, d⁻), each cell's room to move (lattice
     units) and the basis of d = 0. Cells can be *fixed* (held at their true values, as if
-    published): what pruning a pattern asks (:mod:`statrecon.engines.suppression_prune`)."""
+    published): what pruning a pattern asks (:mod:`statrecon.engines.suppression.prune`)."""
 
     def __init__(self, board: Board, lat: Lattice) -> None:
         self.board, self.comp, self.lat, self.scale = board, board.comp, lat, board.scale

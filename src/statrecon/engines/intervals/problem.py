@@ -17,7 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from statrecon.engines.intervals.highs import ComponentLp
+from statrecon.engines.solvers.highs import ComponentLp
 from statrecon.errors import StatreconError
 
 

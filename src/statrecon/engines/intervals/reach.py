@@ -23,9 +23,9 @@ from fractions import Fraction
 import numpy as np
 import scipy.sparse as sp
 
-from statrecon.engines.cpsat import Deadline
 from statrecon.engines.intervals.problem import Component, Prepared
 from statrecon.engines.intervals.results import Attack, Bound, CellAudit, Interval
+from statrecon.engines.solvers.cpsat import Deadline
 
 ROUNDS = 6  # LPs per component without new witnesses before the sweep gives up
 LIMIT = 2**62  # int64 sums stay exact below this

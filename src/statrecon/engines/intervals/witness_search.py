@@ -13,10 +13,10 @@ from typing import cast
 
 import numpy as np
 
-from statrecon.engines.cpsat import Deadline, found, new_solver
 from statrecon.engines.intervals.integer import ComponentModel, model_problem
 from statrecon.engines.intervals.problem import Prepared
 from statrecon.engines.intervals.reach import Board, Lattice, Reached, completes
+from statrecon.engines.solvers.cpsat import Deadline, found, new_solver
 
 
 def search(prep: Prepared, reached: dict[int, Reached], deadline: Deadline,

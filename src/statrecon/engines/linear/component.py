@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from statrecon.engines.linear import modp
 from statrecon.engines.linear.proofs import (
     BlockProof,
     Certificate,
@@ -37,6 +36,7 @@ from statrecon.engines.linear.proofs import (
     combine,
     holds,
 )
+from statrecon.engines.solvers import modp
 
 if TYPE_CHECKING:
     import scipy.sparse as sp

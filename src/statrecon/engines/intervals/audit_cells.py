@@ -1,0 +1,175 @@
+"""The audit of suppressed cells: per cell its LP interval and integer interval, each bound
+proven or unknown, the attack in words and the verdict. Cells are independent:
+``audit_cell`` is a module-level function of picklable arguments, so a process pool or Dask
+can map it over the cells of one ``prepare``d problem; ``audit`` runs them in turn."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+
+import scipy.sparse as sp
+
+from statrecon.engines.intervals.integer import (
+    ComponentModel,
+    IntOutcome,
+    from_lp,
+    model_problem,
+)
+from statrecon.engines.intervals.lp import LpOutcome, component_box, lp_bound
+from statrecon.engines.intervals.problem import Component, IntervalProblem, Prepared, prepare
+from statrecon.engines.intervals.results import (
+    Attack,
+    AuditResult,
+    Bound,
+    CellAudit,
+    Interval,
+    verdict,
+)
+from statrecon.engines.solvers.cpsat import Deadline
+from statrecon.errors import StatreconError
+
+DEFAULT_TIME_LIMIT = 10.0  # seconds per cell, all its solves together
+
+
+@dataclass(frozen=True)
+class AuditOptions:
+    """``time_limit``: seconds per cell for all its solves (LP both ways, then CP-SAT), None
+    for none; a bound not proven in time is unknown, never guessed. ``integer``: also the
+    integer interval (on the lattice 1/scale). ``workers``: CP-SAT search workers per solve
+    (cells are the unit of parallelism, so 1). ``on_progress(done, total)`` is called by
+    ``audit`` after each cell; ``audit_cell`` never calls it (drop it before pickling).
+    ``deadline``: an end shared by a whole batch of cells (``time.monotonic``'s clock, so
+    this machine's processes only): each cell stops at the earlier of it and its own limit,
+    so a batch cannot take its time limit once per cell."""
+
+    time_limit: float | None = DEFAULT_TIME_LIMIT
+    integer: bool = True
+    workers: int = 1
+    on_progress: Callable[[int, int], None] | None = None
+    deadline: Deadline | None = None
+
+
+def audit(problem: IntervalProblem | Prepared, cells: Sequence[int] | None = None,
+          options: AuditOptions | None = None) -> AuditResult:
+    """Audit the given suppressed cells (default: every suppressed cell) one after another."""
+    options = options or AuditOptions()
+    start = time.perf_counter()
+    prep = problem if isinstance(problem, Prepared) else prepare(problem)
+    todo = list(cells) if cells is not None else [
+        j for j, h in enumerate(prep.problem.hidden) if h]
+    for j in todo:
+        _check_cell(prep.problem, j)
+    out = []
+    for done, j in enumerate(todo, start=1):
+        out.append(audit_cell(prep, j, options))
+        if options.on_progress is not None:
+            options.on_progress(done, len(todo))
+    return AuditResult(tuple(out), time.perf_counter() - start)
+
+
+def _check_cell(p: IntervalProblem, j: int) -> None:
+    if not 0 <= j < p.n_cells:
+        raise StatreconError(f"cell {j} does not exist (the problem has {p.n_cells} cells)")
+    if not p.hidden[j]:
+        raise StatreconError(f"cell {p.cell_names[j]!r} is published, not suppressed: "
+                             "nothing to audit", statistic=p.cell_names[j])
+
+
+def audit_cell(problem: IntervalProblem | Prepared, j: int,
+               options: AuditOptions | None = None) -> CellAudit:
+    """One suppressed cell (pass a ``prepare``d problem when auditing several)."""
+    options = options or AuditOptions()
+    start = time.perf_counter()
+    prep = problem if isinstance(problem, Prepared) else prepare(problem)
+    p = prep.problem
+    _check_cell(p, j)
+    ci = prep.component_of[j]
+    comp, solver = prep.components[ci], prep.solver(ci)
+    jl = comp.local[j]
+    deadline = _earlier(Deadline.after(options.time_limit), options.deadline)
+    low = lp_bound(solver, comp, {jl: 1}, "lower", deadline, p.scale)
+    high = lp_bound(solver, comp, {jl: 1}, "upper", deadline, p.scale)
+    lp = Interval(_lp_bound(comp, low), _lp_bound(comp, high))
+    integer = None
+    if options.integer:
+        sides = _integer(prep, ci, jl, (low, high), deadline, options.workers)
+        integer = Interval(*(_int_bound(comp, o, lp_side) for o, lp_side in
+                             zip(sides, (low, high), strict=True)))
+    protection, sliding = p.protection_of(j), p.sliding_of(j)
+    return CellAudit(cell=j, name=p.cell_names[j], value=p.values[j], protection=protection,
+                     lp=lp, integer=integer, attack=_attack(p, comp, (low, high)),
+                     verdict=verdict(p.values[j], protection, lp, integer, sliding),
+                     elapsed_s=time.perf_counter() - start, sliding=sliding)
+
+
+def _earlier(own: Deadline, shared: Deadline | None) -> Deadline:
+    if shared is None or shared.end is None:
+        return own
+    return shared if own.end is None or shared.end < own.end else own
+
+
+def _integer(prep: Prepared, ci: int, jl: int, lp: tuple[LpOutcome, LpOutcome],
+             deadline: Deadline, workers: int) -> tuple[IntOutcome, IntOutcome]:
+    """Both sides of the integer interval; the CP-SAT model is built once, if needed."""
+    scale, comp = prep.problem.scale, prep.components[ci]
+    quick = [from_lp(side, scale) for side in lp]
+    if all(q is not None for q in quick):
+        return quick[0], quick[1]  # type: ignore[return-value]
+    if ("box", ci) not in prep.cache:
+        box = component_box(prep.solver(ci), comp, deadline, scale)
+        if box is not None:
+            prep.cache["box", ci] = box
+    box_hi = prep.cache.get(("box", ci))
+    why = model_problem(box_hi, comp, scale)
+    if why is not None or box_hi is None:
+        unknown = IntOutcome("unknown", note=why or "")
+        return quick[0] or unknown, quick[1] or unknown
+    key = ("cpsat", ci, threading.get_ident())
+    if key not in prep.cache:
+        truth = tuple(prep.problem.values[c] for c in comp.cells)
+        prep.cache[key] = ComponentModel(comp, box_hi, truth, scale)
+    model = prep.cache[key].cell(jl, lp)
+    return (quick[0] or model.bound("lower", deadline, workers),
+            quick[1] or model.bound("upper", deadline, workers))
+
+
+def _globals(comp: Component, local: tuple[Fraction, ...]) -> tuple[tuple[int, Fraction], ...]:
+    return tuple((comp.cells[i], v) for i, v in enumerate(local))
+
+
+def _lp_bound(comp: Component, o: LpOutcome) -> Bound:
+    mult = tuple((comp.equations[k], y) for k, y in o.multipliers)
+    if o.status != "proven":
+        return Bound(None, "unknown", "none", note=o.note)
+    if o.value is None:
+        return Bound(None, "proven", "ray", ray=_globals(comp, o.ray))
+    return Bound(o.value, "proven", "dual", multipliers=mult, witness=_globals(comp, o.point))
+
+
+def _int_bound(comp: Component, o: IntOutcome, lp: LpOutcome) -> Bound:
+    if o.status != "proven":
+        return Bound(None, "unknown", "none", note=o.note)
+    if o.proof == "ray":
+        return Bound(None, "proven", "ray", ray=_globals(comp, lp.ray))
+    mult = tuple((comp.equations[k], y) for k, y in lp.multipliers) \
+        if o.proof == "lp-dual" else ()
+    return Bound(o.value, "proven", o.proof, multipliers=mult,
+                 witness=_globals(comp, o.witness))
+
+
+def _attack(p: IntervalProblem, comp: Component, lp: tuple[LpOutcome, LpOutcome]) -> Attack:
+    """Equations with a non-zero multiplier in either LP certificate, and the published cells
+    they hold."""
+    eqs = sorted({comp.equations[k] for side in lp for k, y in side.multipliers if y})
+    A = p.matrix if isinstance(p.matrix, sp.csr_matrix) else sp.csr_matrix(p.matrix)
+    published: set[int] = set()
+    for i in eqs:
+        s, e = A.indptr[i], A.indptr[i + 1]
+        published.update(int(c) for c, a in zip(A.indices[s:e], A.data[s:e], strict=True)
+                         if a and not p.hidden[c])
+    return Attack(tuple(p.equation_names[i] for i in eqs),
+                  tuple(p.cell_names[c] for c in sorted(published)))

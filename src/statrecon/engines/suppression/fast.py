@@ -1,0 +1,192 @@
+"""The fast method of secondary suppression. What both methods share (the options, the
+result, the state of one run) is in :mod:`.run`; the public entry is
+:func:`statrecon.engines.suppression.protect`.
+
+Fast: the Gaussian-elimination pass (:mod:`.gauss`) suppresses cells until no
+primary cell, nor any sum of primary cells that non-negativity would pin with it
+(:mod:`.inner`), is determined by the equations alone; then a repair loop
+audits the pattern exactly and, for each primary cell still unprotected, suppresses the
+cell with the least cost per unit of what its cut asks (:mod:`.cuts`), until
+every primary cell passes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from statrecon.engines.intervals.reach import targets
+from statrecon.engines.intervals.witness_search import search
+from statrecon.engines.suppression.cuts import Cut
+from statrecon.engines.suppression.gauss import gauss_pattern
+from statrecon.engines.suppression.inner import bound_sums
+from statrecon.engines.suppression.prune import prune
+from statrecon.engines.suppression.run import (
+    ProtectResult,
+    Repair,
+    Run,
+    by_witness,
+    keep_met,
+    suppress_order,
+)
+
+
+def gauss_secondaries(run: Run, order: Sequence[int] | None = None) -> list[int]:
+    """The Gaussian pass of ``run`` (:mod:`.gauss`): the cells that may not be
+    suppressed are published first, then the candidates in the reverse of ``order``
+    (default :func:`.run.suppress_order`); no primary cell, nor any sum of primary cells at their
+    bound (:func:`.inner.bound_sums`), is left determined by the equations.
+    Unfinished when the run's deadline expires (the caller checks it)."""
+    p = run.problem
+    fixed = [j for j in range(p.n_cells) if not p.hidden[j] and not run.candidates[j]]
+    first = suppress_order(run) if order is None else order
+    secondary, _ = gauss_pattern(p.matrix, run.primaries, fixed, list(reversed(first)),
+                                 lambda d, t: run.progress("gauss", d, t),
+                                 expired=lambda: run.deadline.expired,
+                                 sums=bound_sums(p, run.primaries, run.inner))
+    return secondary
+
+
+def fast(run: Run, order: Sequence[int] | None = None) -> ProtectResult:
+    """Gaussian elimination, then the audit-driven repair loop (module docstring).
+    ``order``: the candidate cells, those to suppress first first (default
+    :func:`suppress_order`)."""
+    secondary = gauss_secondaries(run, order)
+    if run.deadline.expired:
+        note = "time limit during the Gaussian elimination: no pattern audited"
+        return run.result(frozenset(run.primaries), "unknown", {}, note=note)
+    return repair(run, frozenset((*run.primaries, *secondary)), secondary)
+
+
+def repair(run: Run, suppressed: frozenset[int], order: Sequence[int]) -> ProtectResult:
+    """Until every primary cell is proven protected (or one is proven impossible to protect,
+    or time runs out): screen the pattern in floats and, while some primary cell fails the
+    screen, add for each such cell the cheapest cell its cuts offer; once the floats have
+    nothing to add, audit exactly (LP certificates and integer bounds) the primary cells not
+    proven yet and repair the ones that fail the same way. A cell proven protected stays
+    protected as the pattern grows (the attacker only loses information), so it is not
+    audited again. Every round adds a cell or ends: the loop ends."""
+    state = Repair(suppressed, list(order))
+    while True:
+        if run.deadline.expired:
+            return _unknown(run, state, next((i for i in run.primaries
+                                              if i not in state.proven), run.primaries[0]))
+        todo = by_witness(run, state)
+        prep, screens = run.oracle.screen(state.suppressed, todo, run.deadline)
+        weak = [screens[i] for i in todo if not run.oracle.screen_passes(screens[i])]
+        run.progress("screen", len(run.primaries) - len(weak), len(run.primaries))
+        found = [(s.cell, run.oracle.screen_cuts(prep, s, state.suppressed))
+                 for s in weak if s.solved]
+        # only the LP cuts of a screen are valid (any multipliers give one); its
+        # neighbourhood cut rests on a float verdict, so it only suggests a cell
+        run.pool.extend(c for _, cuts in found for c in cuts if c.kind == "lp")
+        stop, added = _grow(run, state, found, proven=False)
+        if stop is not None or added:
+            if stop is not None:
+                return stop
+            continue
+        todo = _by_search(run, state, todo)
+        prep, state.audits = run.oracle.audit(state.suppressed, run.deadline, True, todo)
+        for i, a in state.audits.items():
+            if a.verdict == "protected":
+                state.proven[i], state.proven_at[i] = a, len(state.suppressed)
+        run.progress("audit", len(state.proven), len(run.primaries))
+        failing = [a for a in state.audits.values() if a.verdict != "protected"]
+        if not failing:
+            return _finish(run, state)
+        unknown = [a for a in failing if a.verdict == "unknown"]
+        if unknown:
+            return _unknown(run, state, unknown[0].cell)
+        found = [(a.cell, run.oracle.cuts(prep, a, state.suppressed)) for a in failing]
+        run.pool.extend(c for _, cuts in found for c in cuts)
+        stop, _ = _grow(run, state, found, proven=True)
+        if stop is not None:
+            return stop
+
+
+def _finish(run: Run, state: Repair) -> ProtectResult:
+    """The protecting pattern found, pruned (when asked) of the secondary cells its
+    witnesses do not need: the dearest first, then the largest."""
+    state.audits = dict(state.proven)
+    note = _proof_note(state)
+    if run.prune and not run.deadline.expired:
+        p, prim = run.problem, set(run.primaries)
+        order = sorted((j for j in state.suppressed if j not in prim),
+                       key=lambda j: (-run.costs[j], -p.values[j], -j))
+        got = prune(run.oracle.prepared(state.suppressed), state.audits, order,
+                    run.deadline)
+        run.progress("prune", len(got.published), len(order))
+        if got.published:
+            state.suppressed, state.audits = got.suppressed, got.audits
+            note = " ".join(filter(None, [note, (
+                f"{len(got.published)} secondary cells were published again: the "
+                "witnesses of every primary cell hold them at their true values")]))
+    return run.result(state.suppressed, "feasible", state.audits, state.order, note=note)
+
+
+def _by_search(run: Run, state: Repair, todo: list[int]) -> list[int]:
+    """Before the full audit: CP-SAT witnesses (feasibility only, no optimum to prove) for
+    the cells the LP vertices could not prove. Returns the primary cells left unproven."""
+    prep = run.oracle.prepared(state.suppressed)
+    reached = targets(prep, todo)
+    search(prep, reached, run.deadline)
+    return keep_met(run, state, prep, reached, todo)
+
+
+def _grow(run: Run, state: Repair, found: list[tuple[int, list[Cut]]], proven: bool
+          ) -> tuple[ProtectResult | None, int]:
+    """Add, for each failing primary cell, the cheapest cell its cuts offer. A violated cut
+    whose cells are all suppressed already (or that has no cells) cannot be met by adding
+    cells: no pattern protects that cell, proven when the cut is valid (an LP cut, or any
+    cut from an exact audit: ``proven``). Returns that result, or None and how many cells
+    were added."""
+    added: set[int] = set()
+    for i, cuts in found:
+        for cut in cuts:
+            if not _open_cells(cut, state.suppressed) and (proven or cut.kind == "lp"):
+                return _infeasible(run, state, i, cut), 0
+        open_cuts = [c for c in cuts if _open_cells(c, state.suppressed)]
+        if open_cuts:
+            added.add(_cheapest(run, open_cuts[0], state.suppressed))
+    state.grow(run, added)
+    return None, len(added)
+
+
+def _proof_note(state: Repair) -> str:
+    """Say how many primary cells were proven protected under a part of the pattern."""
+    size = len(state.suppressed)
+    earlier = sum(1 for n in state.proven_at.values() if n < size)
+    if not earlier:
+        return ""
+    return (f"{earlier} of {len(state.proven)} primary cells were proven protected under a "
+            "part of the returned pattern (suppressing more cells only widens an interval); "
+            "their intervals under the returned pattern contain the ones shown")
+
+
+def _open_cells(cut: Cut, suppressed: frozenset[int]) -> list[int]:
+    """The cells of ``cut`` not suppressed yet: adding one of them is what can meet it."""
+    return [j for j in cut.coefs if j not in suppressed]
+
+
+def _cheapest(run: Run, cut: Cut, suppressed: frozenset[int]) -> int:
+    """The cell, not suppressed yet, with the least cost per unit of the cut's shortfall it
+    covers (the callers pass an LP cut first when there is one, else the neighbourhood cut).
+    Never a suppressed cell: each round of the repair loop grows the pattern."""
+    short = cut.rhs - cut.lhs(suppressed)
+    return min(_open_cells(cut, suppressed),
+               key=lambda j: (run.costs[j] / min(cut.coefs[j], short),
+                              run.problem.values[j], j))
+
+
+def _infeasible(run: Run, state: Repair, cell: int, cut: Cut) -> ProtectResult:
+    why = "its LP interval" if cut.kind == "lp" else "its interval"
+    note = (f"cell {run.problem.cell_names[cell]!r} cannot be protected: no cell that may "
+            f"be suppressed widens {why} enough (proven over every cell that may be "
+            "suppressed)")
+    return run.result(state.suppressed, "infeasible", state.audits, state.order, note)
+
+
+def _unknown(run: Run, state: Repair, cell: int) -> ProtectResult:
+    why = "time limit" if run.deadline.expired else "the audit could not prove its bounds"
+    note = f"cell {run.problem.cell_names[cell]!r}: protection not established ({why})"
+    audits = {**state.audits, **state.proven}
+    return run.result(state.suppressed, "unknown", audits, state.order, note)

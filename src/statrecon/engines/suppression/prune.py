@@ -1,0 +1,254 @@
+"""Publish again the secondary cells a protecting pattern does not need.
+
+The fast method grows its pattern until every primary cell is proven protected, and cells
+chosen early may be redundant once later ones are in. Every proof of protection rests on
+witness tables (completions of the table that take the cell far enough each way, checked
+exactly); a witness that leaves a suppressed cell at its true value stays a completion when
+that cell is published. So a secondary cell that no witness moves can be published for free,
+and one that some witnesses move can be published once new witnesses that hold it still are
+found (least-change moves with the cell fixed, :class:`.intervals.moves.Mover`). Nothing is
+published on a guess: a cell stays suppressed unless every primary cell keeps a checked
+witness on each side it needs.
+
+A primary cell whose proof is a full audit keeps it when pruning leaves its witnesses alone:
+its integer bounds stay exact (a witness still attains each; publishing a cell only removes
+completions, so nothing lies beyond), and its LP interval is then reported by the values
+those witnesses reach (the LP optimum may have moved inward, not past them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from fractions import Fraction
+
+from statrecon.engines.intervals import Bound, CellAudit, Interval
+from statrecon.engines.intervals.moves import Mover
+from statrecon.engines.intervals.problem import Prepared
+from statrecon.engines.intervals.reach import Board, Reached, protected_audit, targets
+from statrecon.engines.solvers.cpsat import Deadline
+
+Witness = tuple[tuple[int, Fraction], ...]
+
+
+@dataclass
+class Proof:
+    """What keeps one primary cell protected: its audit, and its witnesses as a Reached
+    (``fresh``: found here, so the audit is rebuilt from them; None: the audit rests on a
+    ray or on bounds without witnesses). ``uses``: the cells the witnesses (and rays) move
+    (None: not known, so any change to its component asks for new witnesses)."""
+
+    audit: CellAudit
+    reached: Reached | None
+    uses: frozenset[int] | None
+    fresh: bool = False
+    touched: bool = False
+
+
+@dataclass(frozen=True)
+class Pruned:
+    """The pattern after pruning, the audits of its primary cells and the cells published
+    again (in the order they were)."""
+
+    suppressed: frozenset[int]
+    audits: dict[int, CellAudit]
+    published: tuple[int, ...]
+
+
+def prune(prep: Prepared, audits: dict[int, CellAudit], order: Sequence[int],
+          deadline: Deadline) -> Pruned:
+    """Try to publish each cell of ``order`` (secondary cells of ``prep``'s pattern, the
+    most wanted first) while every primary cell of ``audits`` (all protected, under
+    ``prep``'s pattern or a part of it) stays proven protected. Stops at ``deadline`` with
+    what was published so far."""
+    p = prep.problem
+    pruner = Pruner(prep, audits, deadline)
+    published: list[int] = []
+    for s in order:
+        if deadline.expired:
+            break
+        if pruner.try_publish(s, deadline):
+            published.append(s)
+    gone = frozenset(published)
+    suppressed = frozenset(j for j in range(p.n_cells) if p.hidden[j] and j not in gone)
+    return Pruned(suppressed, pruner.audits(), tuple(published))
+
+
+class Pruner:
+    """Which primary cells each suppressed cell's publication would disturb, and one
+    least-change mover per component, built when first needed. ``held``: suppressed cells
+    of ``prep``'s pattern treated as published from the start (no witness moves them;
+    :meth:`release` suppresses one after all, as :mod:`.improve` asks)."""
+
+    def __init__(self, prep: Prepared, audits: dict[int, CellAudit], deadline: Deadline,
+                 held: Iterable[int] = ()) -> None:
+        self.prep = prep
+        self.users: dict[int, set[int]] = {}
+        self.fragile: dict[int, set[int]] = {}  # component -> primaries with uses None
+        self.movers: dict[int, Mover | None] = {}
+        self.gone: dict[int, set[int]] = {}  # component -> local cells published
+        for c in held:
+            ci = prep.component_of[c]
+            self.gone.setdefault(ci, set()).add(prep.components[ci].local[c])
+        self.members: dict[int, list[int]] = {}  # component -> its primary cells
+        for i in audits:
+            self.members.setdefault(prep.component_of[i], []).append(i)
+        self.proofs = self._sparse(audits, deadline)
+        for i, pr in self.proofs.items():
+            self._index(i, pr)
+
+    def _sparse(self, audits: dict[int, CellAudit], deadline: Deadline) -> dict[int, Proof]:
+        """Each cell's proof by least-change witnesses where they exist, else its audit's:
+        an audit's or an LP vertex's witness moves many cells, and each cell it moves is
+        one whose publication would ask for new witnesses."""
+        proofs: dict[int, Proof] = {}
+        for ci, members in self.members.items():
+            mover = None if deadline.expired else self._mover(ci)
+            if mover is None:
+                continue
+            fresh = targets(self.prep, members)
+            mover.prove(list(fresh.values()), deadline, stop_early=False)
+            proofs.update((i, Proof(audits[i], r, _moved_by(r), fresh=True))
+                          for i, r in fresh.items() if r.met())
+        for i, a in audits.items():
+            if i not in proofs:
+                proofs[i] = _proof_of(self.prep, a)
+        return proofs
+
+    def _index(self, i: int, pr: Proof) -> None:
+        if pr.uses is None:
+            self.fragile.setdefault(self.prep.component_of[i], set()).add(i)
+        else:
+            for c in pr.uses:
+                self.users.setdefault(c, set()).add(i)
+
+    def _unindex(self, i: int, pr: Proof) -> None:
+        if pr.uses is None:
+            self.fragile[self.prep.component_of[i]].discard(i)
+        else:
+            for c in pr.uses:
+                self.users[c].discard(i)
+
+    def try_publish(self, s: int, deadline: Deadline) -> bool:
+        ci = self.prep.component_of[s]
+        affected = self.users.get(s, set()) | self.fragile.get(ci, set())
+        trials = {i: _without(self.prep, self.proofs[i], s) for i in sorted(affected)}
+        need = [r for r in trials.values() if not r.met()]
+        mover = self._mover(ci) if need else self.movers.get(ci)
+        if need:
+            if mover is None:
+                return False
+            local = self.prep.components[ci].local[s]
+            mover.fix(local)
+            mover.prove(need, deadline)
+            if not all(r.met() for r in need):
+                mover.free(local)
+                return False
+        elif mover is not None:
+            mover.fix(self.prep.components[ci].local[s])
+        self.gone.setdefault(ci, set()).add(self.prep.components[ci].local[s])
+        for i in self.members.get(ci, []):
+            self.proofs[i].touched = True
+        for i, r in trials.items():
+            old = self.proofs[i]
+            self._unindex(i, old)
+            new = Proof(old.audit, r, _moved_by(r), fresh=True, touched=True)
+            self.proofs[i] = new
+            self._index(i, new)
+        return True
+
+    def release(self, c: int) -> bool:
+        """Let witnesses move held cell ``c`` from now on (it is suppressed again). False:
+        its component has no mover, so nothing would use it."""
+        ci = self.prep.component_of[c]
+        mover = self._mover(ci)
+        if mover is None:
+            return False
+        local = self.prep.components[ci].local[c]
+        mover.free(local)
+        self.gone[ci].discard(local)
+        return True
+
+    def hold(self, c: int) -> None:
+        """Undo :meth:`release` (only while no proof moves ``c``: none changed since)."""
+        ci = self.prep.component_of[c]
+        local = self.prep.components[ci].local[c]
+        mover = self.movers.get(ci)
+        if mover is not None:
+            mover.fix(local)
+        self.gone.setdefault(ci, set()).add(local)
+
+    def audits(self) -> dict[int, CellAudit]:
+        """The audit of every primary cell under the pattern as it stands."""
+        return {i: _final_audit(self.prep, pr) for i, pr in self.proofs.items()}
+
+    def _mover(self, ci: int) -> Mover | None:
+        if ci not in self.movers:
+            board = Board(self.prep, ci, [])
+            mover = None if board.lattice is None else Mover(board, board.lattice)
+            if mover is not None:
+                for local in self.gone.get(ci, set()):
+                    mover.fix(local)
+            self.movers[ci] = mover
+        return self.movers[ci]
+
+
+def _proof_of(prep: Prepared, audit: CellAudit) -> Proof:
+    """The proof of a protected cell as its audit gives it: the witnesses of its integer
+    bounds (listing the cells they move) and the cells they and its rays move (None when
+    some bound beyond the true value has neither)."""
+    values = prep.problem.values
+    assert audit.integer is not None
+    r: Reached | None = targets(prep, [audit.cell])[audit.cell]
+    uses: set[int] = set()
+    for side in ("lower", "upper"):
+        b: Bound = getattr(audit.integer, side)
+        if b.proof == "ray":
+            uses |= {c for c, v in b.ray if v != 0}
+            r = None
+            continue
+        moved = tuple((c, v) for c, v in b.witness if v != values[c])
+        if not moved and b.value is not None and b.value != values[audit.cell]:
+            return Proof(audit, None, None)
+        uses |= {c for c, _ in moved}
+        if r is not None and b.value is not None:
+            setattr(r, side, (b.value, moved))
+    return Proof(audit, r, frozenset(uses))
+
+
+def _without(prep: Prepared, pr: Proof, s: int) -> Reached:
+    """The witnesses of ``pr`` that hold cell ``s`` at its true value, as a Reached (the
+    sides whose witness moves s, or that rest on a ray, are left to be found again)."""
+    r = targets(prep, [pr.audit.cell])[pr.audit.cell]
+    if pr.reached is not None:
+        for side in ("lower", "upper"):
+            got = getattr(pr.reached, side)
+            if got is not None and all(c != s for c, _ in got[1]):
+                setattr(r, side, got)
+    return r
+
+
+def _moved_by(r: Reached) -> frozenset[int]:
+    return frozenset(c for got in (r.lower, r.upper) if got is not None for c, _ in got[1])
+
+
+def _final_audit(prep: Prepared, pr: Proof) -> CellAudit:
+    """The audit of a primary cell under the pruned pattern (module docstring)."""
+    if pr.fresh and pr.reached is not None:
+        return protected_audit(prep, pr.reached)
+    if not pr.touched:
+        return pr.audit
+    assert pr.audit.integer is not None
+    values = prep.problem.values
+    integer = Interval(*(_listing_moves(b, values) for b in (pr.audit.integer.lower,
+                                                              pr.audit.integer.upper)))
+    lp = Interval(*(b if b.proof == "ray" else Bound(b.value, "reached", "witness",
+                                                     witness=b.witness)
+                    for b in (integer.lower, integer.upper)))
+    return replace(pr.audit, lp=lp, integer=integer)
+
+
+def _listing_moves(b: Bound, values: Sequence[Fraction]) -> Bound:
+    """The bound with its witness listing only the cells it moves (a listed published cell
+    would not check, even at its true value)."""
+    return replace(b, witness=tuple((c, v) for c, v in b.witness if v != values[c]))
