@@ -18,6 +18,7 @@ Files named on the command line are the user's own choice: they may be links any
 from __future__ import annotations
 
 import contextlib
+import gzip
 import os
 import stat
 from collections.abc import Callable, Iterator, Sequence
@@ -282,7 +283,11 @@ def _read_parquet(path: Path, what: str, columns: Sequence[str] | None, spent: _
     except (pa.ArrowException, OSError, KeyError) as e:
         raise StatreconError(f"{path}: cannot read the {what}: {_first_line(e)}",
                              where=str(path)) from None
-    return _decode_dictionaries(table, keep).replace_schema_metadata(schema.metadata)
+    # one chunk per column, dictionaries unified: the batches each came with a dictionary of
+    # their own, and DuckDB's parallel scan of such chunks crashed under load (a segfault in
+    # a join over a registered table)
+    table = _decode_dictionaries(table, keep).unify_dictionaries().combine_chunks()
+    return table.replace_schema_metadata(schema.metadata)
 
 
 def _decode_dictionaries(table: Any, keep: tuple[str, ...]) -> Any:
@@ -325,9 +330,13 @@ def _csv_header(path: Path, what: str, delimiter: str) -> list[str]:
     import csv
     import io
 
-    with path.open("rb") as f:
-        head = f.read(1 << 20)
-    first = head.split(b"\n", 1)[0]
+    opener = gzip.open if path.suffix.lower() == ".gz" else open  # DuckDB reads .csv.gz too
+    try:
+        with opener(path, "rb") as f:
+            head = f.read(1 << 20)
+    except (OSError, EOFError) as e:
+        raise StatreconError(f"{path}: cannot read the {what}: {e}", where=str(path)) from None
+    first = head.split(b"\n", 1)[0].rstrip(b"\r")
     try:
         line = first.decode("utf-8-sig")
         header = next(csv.reader(io.StringIO(line), delimiter=delimiter), None)
@@ -335,8 +344,8 @@ def _csv_header(path: Path, what: str, delimiter: str) -> list[str]:
         raise StatreconError(f"{path}: cannot read the {what}'s header: {e}",
                              where=str(path)) from None
     if not header or not any(h.strip() for h in header):
-        raise StatreconError(f"{path}: the {what} is empty (a header row of column names is "
-                             "needed)", where=str(path))
+        raise StatreconError(f"{path}: empty file: the {what} needs a header row of column "
+                             "names", where=str(path))
     if len(set(header)) != len(header):
         twice = next(h for h in header if header.count(h) > 1)
         raise StatreconError(f"{path}: column {twice!r} appears twice in the {what}'s header",

@@ -6,7 +6,7 @@ returns, and CP-SAT by default catches SIGINT itself and just ends the search ea
 caller then carries on as if a time limit had passed). ``install`` (called by the CLI) makes
 SIGTERM raise ``KeyboardInterrupt`` like SIGINT, and starts a thread woken by either signal
 (``signal.set_wakeup_fd``) that stops every solve in progress. The CpSolver the engines use
-(``statrecon.engines.cpsat.Solver``) leaves SIGINT to Python, registers itself here while it
+(``statrecon.engines.solvers.cpsat.Solver``) leaves SIGINT to Python, registers itself here while it
 solves (``stoppable``), and raises ``KeyboardInterrupt`` when a signal stopped it, so no engine
 mistakes an interrupt for a time-out. Without ``install`` (library use) it behaves exactly
 like ``CpSolver``. This module imports no solver: the CLI loads it before anything heavy.
@@ -157,6 +157,9 @@ def hard_limit(seconds: float | None, what: str = "the command") -> Iterator[Non
         return
 
     def expire(signum: int, frame: FrameType | None) -> None:
+        # again in a second: an exception raised inside a garbage-collector callback or a
+        # __del__ is printed and dropped by Python, and the command must still stop
+        signal.setitimer(signal.ITIMER_REAL, 1.0)
         raise TimeLimitReached(f"the time limit ran out during {what}")
 
     previous = signal.signal(signal.SIGALRM, expire)

@@ -11,6 +11,7 @@ import json
 import math
 import re
 from collections.abc import Iterator
+from contextlib import closing
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -523,14 +524,16 @@ def _values(path: Path, cells: tuple[Sf1Cell, ...], reach: dict[str, int] | None
     pyarrow reads the file (dictionary-encoded) and a locked DuckDB connection turns geoids
     and cells into integer codes, so memory stays at a few numbers per published value.
     """
-    con = hardened({"release": _read_columns(path)})
-    _check_entries(path, con, reach)
     out: list[np.ndarray] = []
     geos: list[tuple[str, ...]] = []
-    for level, length in (("block", GEOID_LENGTH), ("tract", TRACT_LENGTH)):
-        matrix, ids = _level_matrix(path, con, cells, level, length)
-        out.append(matrix)
-        geos.append(ids)
+    # closed here, not whenever the collector gets to it: a connection (and the Arrow table
+    # it scans) torn down by the collector in the middle of another query crashed DuckDB
+    with closing(hardened({"release": _read_columns(path)})) as con:
+        _check_entries(path, con, reach)
+        for level, length in (("block", GEOID_LENGTH), ("tract", TRACT_LENGTH)):
+            matrix, ids = _level_matrix(path, con, cells, level, length)
+            out.append(matrix)
+            geos.append(ids)
     blocks, tracts = geos
     if not blocks:
         raise StatreconError(f"{path}: no block-level cells; reconstruction needs the block "
