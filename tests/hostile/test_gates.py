@@ -299,3 +299,29 @@ def test_a_count_table_with_decimals_says_so(run_cli: CliRunner, tmp_path: Path)
     result = run_cli("tables", "audit", tmp_path / "f.csv", "--dimensions", "a", "--value",
                      "value")
     assert_one_line_error(result, "f.csv:row 1", "value 0.12345678901234568", "--frequency")
+
+
+# ------------------------------------------------ 8. claims about another release
+
+
+def test_claims_about_another_release_are_refused(run_cli: CliRunner, tmp_path: Path) -> None:
+    """census compare: the --certain claims and the reconstruction each record the digest of
+    the release they were made from; claims about another release (here: the same tables
+    with other noise) are refused, those about the same one counted."""
+    common = ("--persons", SLICE, "--tables", "P1,P12", "--dp-rho", "10", "--quiet")
+    for seed in ("0", "1"):
+        code, _, err = run_cli("census", "tabulate", *common, "--seed", seed, "--out",
+                               tmp_path / f"n{seed}.parquet")
+        assert code == 0, err
+        code, _, err = run_cli("census", "certain", tmp_path / f"n{seed}.parquet", "--out",
+                               tmp_path / f"c{seed}.parquet", "--workers", "1", "--quiet")
+        assert code == 0, err
+    code, _, err = run_cli("census", "reconstruct", tmp_path / "n0.parquet", "--out",
+                           tmp_path / "r0.parquet", "--workers", "1", "--quiet")
+    assert code == 0, err
+    compare = ("census", "compare", "--truth", SLICE, "--recon", tmp_path / "r0.parquet",
+               "--json", "--quiet")
+    assert_one_line_error(run_cli(*compare, "--certain", tmp_path / "c1.parquet"),
+                          "c1.parquet", "its claims are about release")
+    code, out, err = run_cli(*compare, "--certain", tmp_path / "c0.parquet")
+    assert code == 0 and json.loads(out)["certain_within_noise"] is not None, err

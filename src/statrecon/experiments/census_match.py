@@ -213,6 +213,8 @@ def compare(truth_path: Path, recon_path: Path, *, seed: int = 0, strict: bool =
     elif release is not None:
         raise StatreconError("--release checks the claims of --certain; give --certain too")
     loaded = _load(truth_path, recon_path, strict)
+    if claims is not None:
+        _check_same_release(certain, claims[1], recon_path, loaded.meta)
     f, info = _block_scores(loaded, seed)
     persons = int(f["persons"].sum())
     unique = f["unique"]
@@ -252,6 +254,17 @@ def compare(truth_path: Path, recon_path: Path, *, seed: int = 0, strict: bool =
         **_ranked(loaded, seed),
         **_within_noise(loaded, claims),
     }
+
+
+def _check_same_release(certain: Path | None, claims_meta: dict[str, Any], recon: Path,
+                        recon_meta: dict[str, Any]) -> None:
+    """Claims compared beside a reconstruction must be about the release it was made from
+    (both files record that release's digest): claims about another release are refused."""
+    ours, theirs = claims_meta.get("release"), recon_meta.get("release")
+    if ours is not None and theirs is not None and ours != theirs:
+        raise StatreconError(f"{certain}: its claims are about release {str(ours)[:40]}, but "
+                             f"{recon} was reconstructed from release {str(theirs)[:40]}; "
+                             "compare claims with the reconstruction of the same release")
 
 
 def _within_noise(loaded: _Loaded, certain: tuple[pd.DataFrame, dict[str, Any]] | None
