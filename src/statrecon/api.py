@@ -5,14 +5,20 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from statrecon.engines.exact import ExactOptions, check_model_size, model_size, reconstruct_exact
-from statrecon.engines.linear import ESTIMATORS, LinearOptions, LinearResult, reconstruct_linear
+from statrecon.engines.linear import (
+    ESTIMATORS,
+    LinearOptions,
+    LinearResult,
+    compile_system,
+    plan,
+    reconstruct_linear,
+    secret,
+)
 from statrecon.engines.linear import METHODS as LINEAR_METHODS
-from statrecon.engines.linear.model import compile_linear, linear_plan, secret_column
 from statrecon.engines.linear.problem import UnsuitableMethod
 from statrecon.errors import StatreconError
 from statrecon.release.files import load_release
@@ -21,7 +27,6 @@ from statrecon.release.known import (
     PublicTable,
     compile_known,
     load_public,
-    read_table,
 )
 from statrecon.release.model import Release
 from statrecon.release.statistic import Noisy
@@ -51,11 +56,11 @@ def reconstruct(
         release = load_release(release)
     if method not in METHODS:
         raise StatreconError(f"unknown method '{method}' (choose from {', '.join(METHODS)})")
-    table = resolve_public(release, public)
+    table = resolve_public(release, public, keep=_bound_columns(bounds))
     why = f"--method {method}"
     if method != "exact":
-        plan, reason = (linear_plan(release, table) if table is not None
-                        else (None, "no public table"))
+        linear_plan, reason = (plan(release, table) if table is not None
+                               else (None, "no public table"))
         if method == "auto":
             method, why = _auto_route(release, table, reason, options)
         if method in LINEAR_METHODS:
@@ -67,8 +72,8 @@ def reconstruct(
             assert table is not None
             per_record = _bounds(bounds, table, release) if bounds else None
             opts = linear or LinearOptions()
-            system = compile_linear(release, table, per_record, max_cells=opts.max_cells,
-                                    plan=plan)
+            system = compile_system(release, table, per_record, max_cells=opts.max_cells,
+                                    linear_plan=linear_plan)
             try:
                 result = reconstruct_linear(system, replace(opts, method=method))
             except UnsuitableMethod as e:  # the user's choice of method; anything else is a bug
@@ -166,29 +171,40 @@ def _exact_is_stronger(release: Release, table: PublicTable | None) -> bool:
     """A discrete secret over few rows: CP-SAT also uses the domain (two 0/1 secrets summing
     to 2 are both 1, which linear algebra alone cannot prove) and enumerates every dataset, so
     ``auto`` prefers it there; real secrets and larger tables go to the linear engine."""
-    secret = secret_column(release)
-    return (table is not None and table.rows <= EXACT_MAX_ROWS and secret.type != "real"
+    column = secret(release)
+    return (table is not None and table.rows <= EXACT_MAX_ROWS and column.type != "real"
             and not any(isinstance(s.answer, Noisy) for s in release.statistics))
 
 
-def resolve_public(release: Release, public: PublicTable | str | Path | None
-                   ) -> PublicTable | None:
-    """The public table given explicitly, else the one the release file names, else none."""
+def resolve_public(release: Release, public: PublicTable | str | Path | None,
+                   keep: tuple[str, ...] = ()) -> PublicTable | None:
+    """The public table given explicitly, else the one the release file names, else none;
+    ``keep``: other columns of the file to keep (read once)."""
     if isinstance(public, PublicTable):
         return public
     if public is not None:
-        return load_public(Path(public), release.schema)
+        return load_public(Path(public), release.schema, keep)
     if release.public is None:
         return None
     if release.public_refusal is not None:
         raise StatreconError(release.public_refusal)
-    return load_public(release.public, release.schema)
+    return load_public(release.public, release.schema, keep)
+
+
+def _bound_columns(spec: tuple[str, str] | None) -> tuple[str, ...]:
+    """The public-table columns ``--bounds`` names (the sides that are not numbers)."""
+    out = []
+    for side in spec or ():
+        try:
+            float(side.strip())
+        except ValueError:
+            out.append(side.strip())
+    return tuple(out)
 
 
 def _bounds(spec: tuple[str, str], table: PublicTable, release: Release
             ) -> tuple[np.ndarray, np.ndarray]:
     """``--bounds lower,upper``: numbers for every record, or columns of the public table."""
-    frame: Any = None
     out = []
     for side in spec:
         text = side.strip()
@@ -197,13 +213,13 @@ def _bounds(spec: tuple[str, str], table: PublicTable, release: Release
             continue
         except ValueError:
             pass
-        if frame is None:
-            frame = read_table(Path(table.source))
-        if text not in frame.columns:
+        if text not in table.others:
+            has = ", ".join([*table.columns, *table.others]) or "no columns"
             raise StatreconError(f"--bounds: '{text}' is neither a number nor a column of "
-                                 f"{table.source} (has: {', '.join(map(str, frame.columns))})")
+                                 f"{table.source} (has: {has})")
         try:
-            values = frame[text].astype(float).to_numpy()
+            values = np.array([np.nan if v is None else v for v in table.others[text]],
+                              dtype=float)
         except (TypeError, ValueError):
             raise StatreconError(f"--bounds: column '{text}' of {table.source} is not "
                                  "numeric") from None

@@ -7,33 +7,35 @@ and never see SQL or files.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from statrecon import inputs
-from statrecon.db import hardened, quote_identifier
-from statrecon.errors import ReleaseError, StatreconError
+from statrecon.errors import StatreconError
+from statrecon.release.evaluate import expression_values
 from statrecon.release.model import Release
 from statrecon.release.predicate import known_sql
 from statrecon.release.schema import Schema
-from statrecon.release.statistic import fraction_of
 from statrecon.result import plain
 
 if TYPE_CHECKING:
-    import duckdb
+    pass
 
 MAX_VALUE = 10**15  # as for column bounds in release files: the solvers' 64-bit range
 
 
 @dataclass(frozen=True)
 class PublicTable:
-    """Known columns, one entry per row of the hidden table, in file order."""
+    """Known columns, one entry per row of the hidden table, in file order; ``others``: the
+    file's other columns a caller asked to keep (``load_public(keep=...)``, e.g. per-record
+    bounds), as read, so the file is read once."""
 
     source: str
     rows: int
     columns: dict[str, tuple[Any, ...]]
+    others: dict[str, tuple[Any, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -133,7 +135,9 @@ def _is_number(value: Any, integer: bool) -> bool:
     return not integer or float(value).is_integer()
 
 
-def load_public(path: Path, schema: Schema) -> PublicTable:
+def load_public(path: Path, schema: Schema, keep: tuple[str, ...] = ()) -> PublicTable:
+    """The public table: its known columns checked against the schema; ``keep``: other
+    columns to keep as read (those the file has; a caller names the missing ones)."""
     frame = read_table(path, tuple(c.name for c in schema.columns if c.is_categorical))
     for name in frame.columns:
         if schema.has(str(name)) and not schema.column(str(name)).known:
@@ -152,7 +156,8 @@ def load_public(path: Path, schema: Schema) -> PublicTable:
         elif col.is_integer:
             values = [int(v) for v in values]
         columns[name] = tuple(values)
-    return PublicTable(source=str(path), rows=len(frame), columns=columns)
+    others = {name: tuple(frame[name].tolist()) for name in keep if name in frame.columns}
+    return PublicTable(source=str(path), rows=len(frame), columns=columns, others=others)
 
 
 def compile_known(release: Release, public: PublicTable | None) -> KnownData:
@@ -161,24 +166,7 @@ def compile_known(release: Release, public: PublicTable | None) -> KnownData:
     owners = _snippet_owners(release)
     if not owners:
         return KnownData(public=public, snippets={})
-    table = release.schema.table
-    frames: dict[str, Any] = {}
-    tail = ""
-    if public is not None and public.rows > 0:
-        import pandas as pd
-
-        frames[table] = pd.DataFrame({**public.columns, "__row": range(public.rows)})
-        tail = f" FROM {quote_identifier(table)} ORDER BY __row"
-    # Snippets are sqlglot re-generated expressions over declared columns; the connection
-    # cannot reach files, the network or extensions whatever they say.
-    con = hardened(frames)
-    try:
-        snippets: dict[str, tuple[Fraction | bool, ...]] = {}
-        for sql, owner in owners.items():
-            snippets[sql] = _evaluate(con, sql, owner, tail)
-        return KnownData(public=public, snippets=snippets)
-    finally:
-        con.close()
+    return KnownData(public=public, snippets=expression_values(release, public, owners))
 
 
 def _check_public_fits(release: Release, public: PublicTable | None) -> None:
@@ -208,22 +196,3 @@ def _snippet_owners(release: Release) -> dict[str, str]:
         for sql in known_sql(c.predicate):
             owners.setdefault(sql, c.label(i))
     return owners
-
-
-def _evaluate(con: duckdb.DuckDBPyConnection, sql: str, owner: str,
-              tail: str) -> tuple[Fraction | bool, ...]:
-    """One snippet's value per public row (one False when there is no row to read)."""
-    import duckdb
-
-    try:
-        raw = con.execute(f"SELECT ({sql}){tail}").fetchall()
-    except duckdb.Error as e:
-        raise ReleaseError(
-            f"{owner}: DuckDB cannot evaluate {sql!r}: {str(e).splitlines()[0]}"
-        ) from None
-    values: list[Fraction | bool] = []
-    for (v,) in raw:
-        if v is None:
-            raise ReleaseError(f"{owner}: {sql!r} evaluates to NULL on a public row")
-        values.append(v if isinstance(v, bool) else fraction_of(plain(v)))
-    return tuple(values) if values else (False,)

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from statrecon.db import hardened
-from statrecon.engines.linear.model import (
+from statrecon.release.evaluate import (
     _evaluate_each,
     _shape_groups,
     evaluate_predicates,

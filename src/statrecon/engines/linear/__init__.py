@@ -27,6 +27,7 @@ from statrecon.engines.linear.reconstruct import (
     reconstruct_linear,
     round_estimate,
 )
+from statrecon.engines.linear.route import compile_system, plan, secret
 
 __all__ = [
     "ESTIMATORS",
@@ -42,8 +43,11 @@ __all__ = [
     "RecordBound",
     "SolverIncomplete",
     "check_system",
+    "compile_system",
     "determine",
     "estimators_help",
+    "plan",
     "reconstruct_linear",
     "round_estimate",
+    "secret",
 ]
