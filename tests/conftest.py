@@ -1,8 +1,10 @@
 """Shared fixtures and helpers.
 
 ``run_cli`` runs the real command line in-process through ``statrecon.cli.main`` (exit code,
-stdout, stderr), which is what a user gets, at a fraction of a subprocess's start-up cost; tests
-that need a real process (signals, memory) start one themselves.
+stdout, stderr), which is what a user gets, at a fraction of a subprocess's start-up cost;
+``statrecon`` does the same outside a fixture (module fixtures use it) and returns a
+``CompletedProcess``. ``statrecon_process`` and the tests that need a real process (signals,
+stdin, memory) start one.
 
 The inputs that the modules of issue 12 (test_injection, test_resource_limits, test_tracebacks,
 test_silent_changes, test_cli_ux) share live here too: a small release file (``write_release``),
@@ -50,6 +52,42 @@ BLOCK_COLUMNS = ("age", "sex", "race", "married")
 
 
 def statrecon(*args: str | Path, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    """``statrecon ARGS`` run in this process (the real ``cli.main``, exit code, stdout and
+    stderr as a user sees them, in a 120-column terminal without colour), at a fraction of a
+    subprocess's start-up; ``statrecon_process`` for what needs a process of its own
+    (signals, stdin, a clean interpreter)."""
+    import contextlib
+    import io
+
+    from statrecon import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    saved = sys.argv, os.getcwd(), {k: os.environ.get(k) for k in ("COLUMNS", "NO_COLOR")}
+    sys.argv = ["statrecon", *map(str, args)]
+    os.environ.update({"COLUMNS": "120", "NO_COLOR": "1"})
+    os.chdir(cwd)
+    code: object = 0
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                cli.main()
+            except SystemExit as e:
+                code = e.code
+    finally:
+        sys.argv = saved[0]
+        os.chdir(saved[1])
+        for key, value in saved[2].items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    return subprocess.CompletedProcess(["statrecon", *map(str, args)],
+                                       code if isinstance(code, int) else 0, out.getvalue(),
+                                       err.getvalue())
+
+
+def statrecon_process(*args: str | Path, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    """``statrecon ARGS`` as a real process (the console script)."""
     env = {**os.environ, "COLUMNS": "120", "NO_COLOR": "1"}
     return subprocess.run([*COMMAND, *map(str, args)], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=120, check=False)
