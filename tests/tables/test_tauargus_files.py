@@ -434,3 +434,27 @@ def test_an_oversized_table_is_refused_before_it_is_built(tmp_path: Path,
     monkeypatch.setattr(model, "MAX_CELLS", 20)  # the grid is 7 x 3 = 21 cells
     with pytest.raises(StatreconError, match=r"a table of 21 cells .* over the limit of 20"):
         read_tab(tab)
+
+
+def test_a_batch_files_manual_safety_margin(tmp_path: Path) -> None:
+    """<SAFETYRULE> MAN(x) after <SPECIFYTABLE> is that table's manual safety margin (issue
+    28, defect 3: it was ignored, 20 % always); an explicit margin wins; a rule that table
+    input cannot apply is refused, not ignored."""
+    lines = [line if "U" not in line else '" 1";"f";1,5;1;U;-;' for line in LINES]
+    small(tmp_path, lines)
+    arb = tmp_path / "job.arb"
+    head = ('<OPENTABLEDATA> "small.tab"\n<OPENMETADATA> "small.rda"\n'
+            '<SPECIFYTABLE> "Reg""Sex"|"Val"||\n')
+    arb.write_text(head + "<SAFETYRULE> MAN(10)\n")
+    cell = {"Reg": " 1", "Sex": "f"}
+    assert read_arb(arb).tables[0].cell(cell).protection == (F(3, 20), F(3, 20))
+    assert read_arb(arb, manual_margin=F(1, 2)).tables[0].cell(cell).protection == \
+        (F(3, 4), F(3, 4))
+    arb.write_text(head)
+    assert read_arb(arb).tables[0].cell(cell).protection == (F(3, 10), F(3, 10))
+    for bad, words in (("P(15,1)|MAN(10)", "other than MAN"), ("MAN(120)", "percentage"),
+                       ("MAN", "not a rule")):
+        arb.write_text(head + f"<SAFETYRULE> {bad}\n")
+        with pytest.raises(StatreconError, match=words) as caught:
+            read_arb(arb)
+        assert caught.value.where.endswith("job.arb:4")

@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 
 from statrecon import inputs
 from statrecon.errors import StatreconError
 from statrecon.tables.model import Hierarchy, show_code
-from statrecon.tables.values import MAX_DECIMALS
+from statrecon.tables.values import MAX_DECIMALS, parse_decimal
 
 _TOKEN = re.compile(r'"([^"]*)"|(<[^>]*>)|([^\s"<]+)')
 ROLES = ("explanatory", "response", "shadow", "cost", "lower", "upper", "frequency", "top",
@@ -299,6 +300,7 @@ class BatchTable:
     explanatory: list[str]
     response: str | None
     line: int = 0
+    manual_margin: Fraction | None = None  # <SAFETYRULE> MAN(x): x % (None: not given)
 
     def same_as(self, other: BatchTable) -> bool:
         return (self.tab, self.rda, sorted(v.lower() for v in self.explanatory),
@@ -336,6 +338,11 @@ def read_arb(path: Path) -> Batch:
             tables.append(table)
         elif command == "<APRIORI>":
             _apriori(path, rest, where)
+        elif command == "<SAFETYRULE>":
+            if not tables:
+                raise StatreconError(f"{where}: <SAFETYRULE> before any <SPECIFYTABLE> (it "
+                                     "applies to the table specified last)", where=where)
+            tables[-1].manual_margin = safety_rules(rest, where)
         elif command == "<READTABLE>":
             digits = re.match(r"\s*(\d)", rest)
             mode = int(digits.group(1)) if digits else 0
@@ -356,6 +363,35 @@ def _specify(opened: dict[str, Path], rest: str, where: str) -> BatchTable:
     response = named[0] if named else None
     return BatchTable(opened["<OPENTABLEDATA>"], opened["<OPENMETADATA>"], explanatory,
                       response, int(where.rsplit(":", 1)[1]))
+
+
+_RULE = re.compile(r"\s*([A-Za-z]+)\s*\(([^()]*)\)\s*")
+
+
+def safety_rules(rest: str, where: str) -> Fraction:
+    """A ``<SAFETYRULE>`` line of a table-input job: ``MAN(x)``, the manual safety margin
+    (x % of a primary cell's value as its protection levels where the table gives none).
+    The statuses of table input come from its file, so another rule would be ignored: it is
+    refused instead, naming the rule."""
+    margin: Fraction | None = None
+    for part in (p for p in rest.replace("|", ",|,").split(",|,") if p.strip()):
+        m = _RULE.fullmatch(part)
+        if m is None:
+            raise StatreconError(f"{where}: <SAFETYRULE> {part.strip()[:40]!r} is not a rule "
+                                 "like MAN(20)", where=where)
+        name, args = m.group(1).upper(), m.group(2).strip()
+        if name != "MAN":
+            raise StatreconError(f"{where}: <SAFETYRULE> {name}({args}): the primary cells of "
+                                 "table input are the statuses its file gives; safety rules "
+                                 "other than MAN are applied to microdata jobs", where=where)
+        value = parse_decimal(args)
+        if value is None or not 0 <= value < 100:
+            raise StatreconError(f"{where}: <SAFETYRULE> MAN({args}): the manual safety "
+                                 "margin is a percentage from 0 to below 100", where=where)
+        margin = value / 100
+    if margin is None:
+        raise StatreconError(f"{where}: <SAFETYRULE> names no rule", where=where)
+    return margin
 
 
 def _apriori(path: Path, rest: str, where: str) -> None:

@@ -137,10 +137,11 @@ def read_tauargus(tab: Path | str, rda: Path | str | None = None, *,
 
 
 def read_arb(arb: Path | str, *, additivity: Additivity | None = None,
-             manual_margin: Fraction = MANUAL_MARGIN) -> TableSet:
+             manual_margin: Fraction | None = None) -> TableSet:
     """The tables a tau-Argus batch file opens (``<OPENTABLEDATA>``, ``<OPENMETADATA>``,
     ``<SPECIFYTABLE>``), linked; ``<READTABLE> 1`` means ``additivity="recompute"`` unless
-    ``additivity`` is given. Other commands (rules, suppression, output) are not read."""
+    ``additivity`` is given; a table's ``<SAFETYRULE> MAN(x)`` is its manual safety margin,
+    unless ``manual_margin`` is given (default 20 %). Output commands are not read."""
     arb = Path(arb)
     batch = _rda.read_arb(arb)
     if additivity is None:
@@ -155,8 +156,10 @@ def read_arb(arb: Path | str, *, additivity: Additivity | None = None,
         label = next(n for n in itertools.chain([stem], (f"{stem}_{i}" for i in
                                                           itertools.count(2)))
                      if n not in taken)
+        margin = manual_margin if manual_margin is not None else (
+            spec.manual_margin if spec.manual_margin is not None else MANUAL_MARGIN)
         table = read_tab(spec.tab, spec.rda, response=spec.response, name=label,
-                         additivity=additivity, manual_margin=manual_margin)
+                         additivity=additivity, manual_margin=margin)
         _check_specified(arb, spec, table)
         tables.append(table)
     return TableSet(tuple(tables))
