@@ -93,7 +93,7 @@ def _timed_audit(ours: Any, integer: bool) -> tuple[Any, float]:
     from statrecon.runs.tables import audit_tables
 
     start = time.perf_counter()
-    result = audit_tables(ours, AuditOptions(integer=integer), apriori="tau-argus")
+    result = audit_tables(ours, AuditOptions(integer=integer), apriori="pytauargus")
     return result, time.perf_counter() - start
 
 
@@ -159,7 +159,7 @@ def _protect(tables: Any, method: str, cost: str = "count") -> tuple[int, float,
 
     start = time.perf_counter()
     done = protect_tables(tables, ProtectOptions(method=method),  # type: ignore[arg-type]
-                          cost=cost, apriori="tau-argus")  # type: ignore[arg-type]
+                          cost=cost, apriori="pytauargus")  # type: ignore[arg-type]
     seconds = time.perf_counter() - start
     assert done.result.audit.all_protected or done.result.status not in ("optimal", "feasible")
     cells = tables.cells()

@@ -47,7 +47,7 @@ def test_lp_intervals_equal_tau_argus_and_integer_ones_lie_inside(method: str) -
     peer = load_peer("tauargus")
     tau = peer.audit(peer.TauTable.from_arb(ARB), method)
     ours = _with_tau_statuses(read_arb(ARB), tau.suppression.cells)
-    result = audit_tables(ours, apriori="tau-argus")
+    result = audit_tables(ours, apriori="pytauargus")
     by_key = dict(zip(result.keys, result.result.cells, strict=True))
     assert len(by_key) == len(tau.cells) > 8
     keys = _keys_by_codes(ours)

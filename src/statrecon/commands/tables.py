@@ -67,8 +67,10 @@ SlidingLevel = Annotated[float, typer.Option(
          "value: the attacker's interval must be at least this wide, wherever it lies.")]
 AprioriOption = Annotated[str, typer.Option(
     "--apriori", help="What the attacker knows of every cell beforehand: nonnegative (at "
-                      "least 0), or tau-argus (at most the largest cell value of the true "
-                      "table, as tau-Argus's audit assumes; for comparing with it).")]
+                      "least 0: what a stranger knows), tau-argus (tau-Argus 4.1's box: 0 to "
+                      "1.5 x the largest cell of the true table), or pytauargus (the smallest "
+                      "to the largest cell); the last two read the true table, for comparing "
+                      "with those tools.")]
 SpecOption = Annotated[Path | None, typer.Option(
     "--spec", help="A table spec file (YAML): explanatory variables with their hierarchies "
                    "(.hrc files, parent -> children, or nested columns), response, weight, "

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from statrecon.engines.intervals import AuditOptions
-from statrecon.engines.intervals.tables import problem_from_tables
+from statrecon.engines.intervals.tables import apriori_box, problem_from_tables
 from statrecon.errors import StatreconError
 from statrecon.runs.tables import audit_tables
 from statrecon.tables import CellStatus, Hierarchy, TableSet
@@ -87,9 +87,17 @@ def test_a_negative_cell_is_refused_with_its_name() -> None:
         problem_from_tables(TableSet((table,)))
 
 
-def test_tau_argus_box_is_zero_to_the_largest_cell() -> None:
+def test_each_peers_a_priori_box_by_its_name() -> None:
+    """Issue 28, defect 6: tau-Argus 4.1 bounds every cell by [0, 1.5 x the largest cell]
+    (its TableSet.maxTabVal); pytauargus by [smallest, largest]; statrecon's default knows
+    only that a cell is at least 0."""
     tables = small_table([1, 2, 3, 5, 1, 1], [False] * 18)
-    p = problem_from_tables(tables, apriori="tau-argus")
-    assert set(p.upper) == {max(p.values)} and set(p.lower) == {Fraction(0)}
+    tau = problem_from_tables(tables, apriori="tau-argus")
+    assert set(tau.upper) == {Fraction(3, 2) * max(tau.values)}
+    assert set(tau.lower) == {Fraction(0)}
+    peer = problem_from_tables(tables, apriori="pytauargus")
+    assert set(peer.upper) == {max(peer.values)} and set(peer.lower) == {min(peer.values)}
     plain = problem_from_tables(tables)
     assert set(plain.upper) == {None} and set(plain.lower) == {Fraction(0)}
+    assert apriori_box((Fraction(-2), Fraction(4)), "tau-argus") == (Fraction(-3), Fraction(6))
+    assert apriori_box((Fraction(-2), Fraction(-1)), "tau-argus") == (Fraction(-3), Fraction(0))

@@ -1,15 +1,22 @@
 """A table (or linked tables) as the audit engine's ``IntervalProblem``.
 
 What the attacker knows: every published cell, the additivity equations the hierarchies imply
-(``TableSet.equations``), and a-priori bounds. ``apriori="nonnegative"`` (the default): for a
-table of counts or of non-negative magnitudes, each cell is at least 0, with no upper bound
-beyond what the published cells imply (with the grand total published, the total itself).
-tau-Argus's audit instead puts every cell below the largest cell value of the table, which it
-reads from the true table (and at least 0, or the smallest cell if that is negative):
-``apriori="tau-argus"`` reproduces that, to compare intervals with it; it is not what a
-stranger to the microdata knows. (tau-Argus also rounds each realized bound inward to the
-table's decimals; statrecon's LP interval is the exact LP optimum, its integer interval the
-exact bound over the lattice.)
+(``TableSet.equations``), and a-priori bounds on every cell, by name:
+
+- ``nonnegative`` (the default): for a table of counts or of non-negative magnitudes, each
+  cell is at least 0, with no upper bound beyond what the published cells imply (with the
+  grand total published, the total itself). What a stranger to the microdata knows.
+- ``tau-argus``: tau-Argus 4.1's box, which its audit and its suppression use: every cell
+  between 0 and 1.5 x the largest cell value of the true table (the lower end 1.5 x the
+  smallest value when that is negative; ``TableSet.java``/``TableService.java``:
+  ``maxTabVal``, ``minTabVal``).
+- ``pytauargus``: pytauargus's box, every cell between the smallest and the largest cell
+  value of the true table.
+
+The last two read the true table, which no stranger sees: they are for comparing intervals
+with those tools (tau-Argus also rounds each realized bound inward to the table's decimals;
+statrecon's LP interval is the exact LP optimum, its integer interval the exact bound over the
+lattice).
 """
 
 from __future__ import annotations
@@ -21,8 +28,9 @@ from statrecon.engines.intervals.problem import IntervalProblem
 from statrecon.errors import StatreconError
 from statrecon.tables import TableSet
 
-Apriori = Literal["nonnegative", "tau-argus"]
-APRIORI: tuple[Apriori, ...] = ("nonnegative", "tau-argus")
+Apriori = Literal["nonnegative", "tau-argus", "pytauargus"]
+APRIORI: tuple[Apriori, ...] = ("nonnegative", "tau-argus", "pytauargus")
+TAU_ARGUS_FACTOR = Fraction(3, 2)  # tau-Argus widens the table's extreme values by half
 
 
 def problem_from_tables(tables: TableSet, apriori: Apriori = "nonnegative") -> IntervalProblem:
@@ -46,9 +54,7 @@ def problem_from_tables(tables: TableSet, apriori: Apriori = "nonnegative") -> I
         i = off_lattice[0]
         raise StatreconError(f"cell {names[i]} = {values[i]} has more than "
                              f"{tables.decimals} decimals, the table's published precision")
-    tau = apriori == "tau-argus"
-    low = min(min(values, default=Fraction(0)), Fraction(0)) if tau else Fraction(0)
-    high = max(values, default=Fraction(0)) if tau else None
+    low, high = apriori_box(values, apriori)
     return IntervalProblem(
         matrix=additivity.matrix.tocsr(),
         rhs=(0,) * additivity.matrix.shape[0],
@@ -62,3 +68,17 @@ def problem_from_tables(tables: TableSet, apriori: Apriori = "nonnegative") -> I
         protection=tuple(c.protection for c in cells),
         sliding=tuple(c.sliding for c in cells),
     )
+
+
+def apriori_box(values: tuple[Fraction, ...], apriori: Apriori
+                ) -> tuple[Fraction, Fraction | None]:
+    """The a-priori (lower, upper) bound of every cell under ``apriori`` (module docstring);
+    None: no upper bound."""
+    smallest = min(values, default=Fraction(0))
+    largest = max(values, default=Fraction(0))
+    if apriori == "tau-argus":
+        return (TAU_ARGUS_FACTOR * smallest if smallest < 0 else Fraction(0),
+                TAU_ARGUS_FACTOR * largest if largest > 0 else Fraction(0))
+    if apriori == "pytauargus":
+        return smallest, largest
+    return Fraction(0), None
