@@ -161,3 +161,28 @@ def test_sliding_levels_are_not_lost_in_a_tab_file(run_cli: CliRunner, tmp_path:
                          out, "--quiet")
     frame = pd.read_csv(out)
     assert code == 0 and (frame.loc[frame["status"] == "primary", "sliding"] > 0).all()
+
+
+def test_a_padded_tau_argus_hierarchy_and_missing_codes(run_cli: CliRunner,
+                                                        tmp_path: Path) -> None:
+    """Issue 28, defect 5: a tau-Argus .hrc pads its codes ('@ 1' is ' 1'); CSV microdata do
+    not: the spec reads the codes without padding. A missing code is a child of the total
+    and its cells are safe even when a rule would make them primary. Mistakes name the
+    microdata file, not 'microdata'."""
+    (tmp_path / "region.hrc").write_text("N\n@ 1\n@ 2\nS\n@ 3\n")
+    (tmp_path / "m.csv").write_text("region,sex\n1,f\n1,f\n2,m\n3,f\n3,m\n3,m\n9,f\n")
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("variables:\n  - region:\n      hierarchy: region.hrc\n"
+                    "      missing: ['9']\n  - sex\nrules:\n  max_n: 1\n")
+    table = read_spec(spec).tabulate(pd.read_csv(tmp_path / "m.csv", dtype=str), "m.csv")
+    assert table.hierarchies["region"].children["Total"] == ("N", "S", "9")
+    assert table.cell({"region": "2", "sex": "m"}).status is CellStatus.PRIMARY  # one record
+    missing = table.cell({"region": "9", "sex": "f"})
+    assert missing.frequency == 1 and missing.status is CellStatus.SAFE
+    assert table.cell({"region": "Total", "sex": "Total"}).value == 7
+    (tmp_path / "m.csv").write_text("region,sex\n1,f\n7,m\n")
+    result = run_cli("tables", "audit", tmp_path / "m.csv", "--spec", spec)
+    assert_one_line_error(result, "m.csv:row 2", "region=7")
+    (tmp_path / "region.hrc").write_text("N\n@ 1\n@1\n")
+    with pytest.raises(StatreconError, match="differ only in their padding"):
+        read_spec(spec)

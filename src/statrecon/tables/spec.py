@@ -14,7 +14,8 @@ in one YAML file instead of command-line options (hierarchies cannot be given as
             old: ["30-66", "67+"]
       - kommune:
           levels: [fylke, kommune]  # nested columns, coarse to fine, ending with the variable
-      - sex                     # a plain name: flat (its codes under the total)
+      - sex:                    # a plain name (just "- sex") is flat: its codes under the total
+          missing: ["9"]        # codes of a missing answer: cells under the total, always safe
     response: income            # summed; none: records are counted
     weight: w                   # multiplies the response
     contributor: firm           # records of one contributor count once
@@ -26,6 +27,11 @@ in one YAML file instead of command-line options (hierarchies cannot be given as
       nk: [2, 85]               # (n, k)-dominance
       protect_zeros: false
     protection: {lower: 0.1, upper: 0.1, sliding: 0, relative: true}
+
+A hierarchy file written for tau-Argus's fixed-width microdata pads its codes (``@ 1`` is
+code `` 1``); microdata in CSV or Parquet do not, so the spec reads the codes without their
+padding (two codes that differ only in padding are an error). A missing code is tabulated as
+tau-Argus does: a child of the total, and a cell with it is never primary.
 
 The file is a stranger's: it is read within a size limit, with libyaml when installed, no
 anchors or aliases, no duplicate or unknown keys, and every mistake names ``file:line``.
@@ -45,7 +51,7 @@ import yaml
 from statrecon.errors import StatreconError
 from statrecon.tables import _rda
 from statrecon.tables.frames import HierarchySpec, hierarchy_from_columns
-from statrecon.tables.model import Table
+from statrecon.tables.model import NO_PROTECTION, ZERO, Cell, CellStatus, Table
 from statrecon.tables.rules import (
     Dominance,
     MinFrequency,
@@ -73,18 +79,47 @@ class MicrodataSpec:
     protection: Protection | None
     levels: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     source: str = ""
+    missing: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def tabulate(self, microdata: pd.DataFrame, source: str = "microdata") -> Table:
         """The table of these microdata (read from ``source``, which messages name) with
-        its primary cells marked."""
+        its primary cells marked; a cell with a missing code of a variable is safe."""
         hierarchies: dict[str, HierarchySpec] = dict(self.table.hierarchies)
         for variable, columns in self.levels.items():
             hierarchies[variable] = hierarchy_from_columns(microdata, variable, columns,
                                                            self.table.total)
+        for variable, codes in self.missing.items():
+            hierarchies[variable] = _with_missing(hierarchies.get(variable, "flat"), codes)
         table = replace(self.table, hierarchies=hierarchies)
-        return table_from_microdata(microdata, table, self.rules,
+        made = table_from_microdata(microdata, table, self.rules,
                                     protect_zeros=self.protect_zeros,
                                     protection=self.protection, source=source)
+        return _missing_safe(made, self.missing)
+
+
+def _with_missing(given: HierarchySpec, codes: tuple[str, ...]) -> HierarchySpec:
+    """A hierarchy with the missing codes as children of its total (where absent)."""
+    if not isinstance(given, Mapping):
+        return given  # flat: every code the microdata hold is a child of the total already
+    children = {parent: list(kids) for parent, kids in given.items()}
+    present = {c for kids in children.values() for c in kids} | set(children)
+    root = next(p for p in children if p not in {c for k in children.values() for c in k})
+    children[root] = children[root] + [c for c in codes if c not in present]
+    return children
+
+
+def _missing_safe(table: Table, missing: Mapping[str, tuple[str, ...]]) -> Table:
+    """Cells with a missing code published as safe, without protection levels (tau-Argus)."""
+    if not missing:
+        return table
+
+    def is_missing(cell: Cell) -> bool:
+        return any(cell.code(v) in codes for v, codes in missing.items())
+
+    cells = tuple(replace(c, status=CellStatus.SAFE, protection=NO_PROTECTION, sliding=ZERO)
+                  if c.status is CellStatus.PRIMARY and is_missing(c) else c
+                  for c in table.cells)
+    return replace(table, cells=cells)
 
 
 def read_spec(path: Path | str) -> MicrodataSpec:
@@ -110,7 +145,7 @@ def read_spec(path: Path | str) -> MicrodataSpec:
     if "variables" not in top:
         raise StatreconError(f"{path}: the table spec has no 'variables'", where=str(path))
     total = _optional_text(top, "total") or "Total"
-    variables, hierarchies, levels = _variables(top["variables"], path, total)
+    variables, hierarchies, levels, missing = _variables(top["variables"], path, total)
     rules, protect_zeros = _rules(top.get("rules"), path)
     zeros: Literal["empty", "cells"] = (
         top["zeros"].choice(("empty", "cells")) if "zeros" in top else "empty")
@@ -121,18 +156,22 @@ def read_spec(path: Path | str) -> MicrodataSpec:
         name=_optional_text(top, "name") or path.stem, zeros=zeros,
         total=total)
     protection = _protection(top["protection"]) if "protection" in top else None
-    return MicrodataSpec(table, rules, protect_zeros, protection, levels, str(path))
+    return MicrodataSpec(table, rules, protect_zeros, protection, levels, str(path), missing)
 
 
 def _optional_text(top: dict[str, _At], key: str) -> str | None:
     return top[key].text() if key in top else None
 
 
+Codes = dict[str, tuple[str, ...]]
+
+
 def _variables(at: _At, spec_file: Path, total: str
-               ) -> tuple[list[str], dict[str, HierarchySpec], dict[str, tuple[str, ...]]]:
+               ) -> tuple[list[str], dict[str, HierarchySpec], Codes, Codes]:
     names: list[str] = []
     hierarchies: dict[str, HierarchySpec] = {}
-    levels: dict[str, tuple[str, ...]] = {}
+    levels: Codes = {}
+    missing: Codes = {}
     items = at.sequence("a list of explanatory variables")
     if not items:
         at.fail("'variables' is empty: give at least one explanatory variable")
@@ -144,7 +183,8 @@ def _variables(at: _At, spec_file: Path, total: str
             if len(entry) != 1:
                 item.fail("a variable is one name with its options (name: {hierarchy: ...})")
             name, body = next(iter(entry.items()))
-            options = body.mapping(("hierarchy", "levels", "lead"), f"options of {name}")
+            options = body.mapping(("hierarchy", "levels", "lead", "missing"),
+                                   f"options of {name}")
         if name in names:
             item.fail(f"variable {name!r} is listed twice")
         names.append(name)
@@ -159,7 +199,12 @@ def _variables(at: _At, spec_file: Path, total: str
                 options["levels"].fail(f"variable {name!r}: levels run coarse to fine and "
                                        f"end with the variable itself ({name})")
             levels[name] = cols
-    return names, hierarchies, levels
+        if "missing" in options:
+            codes = tuple(c.text() for c in options["missing"].sequence("a list of codes"))
+            if not codes:
+                options["missing"].fail(f"variable {name!r}: 'missing' lists no code")
+            missing[name] = codes
+    return names, hierarchies, levels, missing
 
 
 def _hierarchy(at: _At, variable: str, lead: str, spec_file: Path, total: str
@@ -168,10 +213,23 @@ def _hierarchy(at: _At, variable: str, lead: str, spec_file: Path, total: str
     if isinstance(at.node, yaml.ScalarNode):
         path = _rda.resolve(spec_file, at.text(), "hierarchy file", at.where)
         hrc = _rda.read_hrc(path, variable, total, lead)
-        return {parent: list(kids) for parent, kids in hrc.children.items()}
+        return _unpadded({parent: list(kids) for parent, kids in hrc.children.items()},
+                         path)
     children = at.mapping(None, f"hierarchy of {variable}: parent -> list of children")
     return {parent: [c.text() for c in kids.sequence(f"the children of {parent!r}")]
             for parent, kids in children.items()}
+
+
+def _unpadded(children: dict[str, list[str]], path: Path) -> dict[str, list[str]]:
+    """An .hrc's codes without tau-Argus's fixed-width padding (``" 1"`` is ``"1"``), as
+    microdata in CSV or Parquet write them; two codes the same but for padding: an error."""
+    seen: dict[str, str] = {}
+    for code in (c for kids in children.values() for c in kids):
+        other = seen.setdefault(code.strip(), code)
+        if other != code:
+            raise StatreconError(f"{path}: codes {other!r} and {code!r} differ only in their "
+                                 "padding", where=str(path))
+    return {parent.strip(): [c.strip() for c in kids] for parent, kids in children.items()}
 
 
 def _rules(at: _At | None, path: Path) -> tuple[tuple[Rule, ...], bool]:
