@@ -17,7 +17,14 @@ from hypothesis import strategies as st
 from statrecon.errors import StatreconError
 from statrecon.tables import CellStatus, Hierarchy, TableSet
 from statrecon.tables.model import Cell, Table
-from statrecon.tables.tauargus import TabFile, read_arb, read_tab, read_tauargus, write_tab
+from statrecon.tables.tauargus import (
+    TabFile,
+    read_arb,
+    read_tab,
+    read_tauargus,
+    write_arb,
+    write_tab,
+)
 
 F = Fraction
 PP = Path(__file__).resolve().parents[2] / "examples" / "tables" / "tauargus"
@@ -458,3 +465,34 @@ def test_a_batch_files_manual_safety_margin(tmp_path: Path) -> None:
         with pytest.raises(StatreconError, match=words) as caught:
             read_arb(arb)
         assert caught.value.where.endswith("job.arb:4")
+
+
+def test_linked_tables_go_back_to_tau_argus_as_a_job(tmp_path: Path) -> None:
+    """Issue 28, defect 4: linked tables are written as one .tab + .rda (+ .hrc) per table
+    and a batch file that opens and specifies each; read back, the same linked cells with the
+    same values, frequencies and statuses (a secondary cell marked in both tables)."""
+    import pandas as pd
+
+    from statrecon.tables import TableSet
+    from statrecon.tables.rules import MinFrequency, TableSpec, table_from_microdata
+
+    people = pd.DataFrame({"region": ["n", "n", "s", "s", "s", "e"],
+                           "sex": ["f", "m", "f", "f", "m", "m"],
+                           "age": ["y", "o", "o", "y", "y", "o"], "w": [3, 4, 5, 6, 7, 8]})
+    made = TableSet(tuple(
+        table_from_microdata(people, TableSpec(list(v), response="w", name=name),
+                             [MinFrequency(1)])
+        for name, v in (("by_sex", ("region", "sex")), ("by_age", ("region", "age")))))
+    shared = frozenset({("region", "e")})
+    made = made.with_statuses({shared: CellStatus.SECONDARY})
+    written = write_arb(made, tmp_path / "job.arb")
+    assert {p.name for p in written} >= {"job.arb", "job_by_sex.tab", "job_by_sex.rda",
+                                         "job_by_age.tab", "job_by_age.rda"}
+    back = read_arb(tmp_path / "job.arb")
+    assert [t.name for t in back.tables] == ["job_by_sex", "job_by_age"]
+    keys = made.keys()
+    assert back.keys() == keys
+    for key in keys:
+        a, b = made.cell(key), back.cell(key)
+        assert (a.value, a.frequency, a.status) == (b.value, b.frequency, b.status), key
+    assert back.cell(shared).status is CellStatus.SECONDARY

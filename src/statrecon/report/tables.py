@@ -245,15 +245,19 @@ def render_protection(done: TableProtection, out: Path, console: Console) -> Non
 
 
 def write_protected(tables: TableSet, out: Path) -> None:
-    """The protected table(s): tau-Argus ``.tab`` (one table), or one row per cell (CSV or
-    Parquet, a ``table`` column for linked tables), written atomically."""
+    """The protected table(s): tau-Argus ``.tab`` (one table) or ``.arb`` (linked tables:
+    a ``.tab`` and ``.rda`` per table and the batch file that links them), or one row per
+    cell (CSV or Parquet, a ``table`` column for linked tables), written atomically."""
     # lazy: the writers (and pandas) load only when a protected table is written
     from statrecon.outputs import write_atomically
     from statrecon.tables.frames import to_frame, written_numbers
-    from statrecon.tables.tauargus import write_tab
+    from statrecon.tables.tauargus import write_arb, write_tab
 
     if out.suffix.lower() == ".tab":
         write_tab(tables.tables[0], out)
+        return
+    if out.suffix.lower() == ".arb":
+        write_arb(tables, out)
         return
     import pandas as pd  # lazy: as above
 

@@ -614,11 +614,39 @@ def write_tab(table: Table, path: Path | str) -> tuple[Path, ...]:
     with its status letter and protection levels), the .rda beside it, and one .hrc per
     variable (so that codes and their order come back exactly). All files are written
     atomically, or none. Returns the paths written."""
+    return _write_all(_tab_texts(table, Path(path)))
+
+
+def write_arb(tables: TableSet, path: Path | str) -> tuple[Path, ...]:
+    """Write linked tables as a tau-Argus job: per table a ``.tab`` with its ``.rda`` and
+    ``.hrc`` files (``<stem>_<table>.tab``), and the batch file ``path`` that opens and
+    specifies each of them (``read_arb`` reads them back as the same linked tables). All
+    files are written atomically, or none. Returns the paths written."""
     path = Path(path)
+    texts: dict[Path, str] = {}
+    lines = ["// linked tables written by statrecon: one <SPECIFYTABLE> per table"]
+    for table in tables.tables:
+        tab = path.with_name(f"{path.stem}_{_file_part(table.name)}.tab")
+        texts.update(_tab_texts(table, tab))
+        explanatory = "".join(f'"{_name(v)}"' for v in table.variables)
+        lines += [f'<OPENTABLEDATA> "{tab.name}"',
+                  f'<OPENMETADATA> "{tab.with_suffix(".rda").name}"',
+                  f'<SPECIFYTABLE> {explanatory}|"{_name(_columns(table).response)}"||']
+    lines.append("<READTABLE> 0")
+    texts[path] = "".join(line + "\n" for line in lines)
+    return _write_all(texts)
+
+
+def _tab_texts(table: Table, path: Path) -> dict[Path, str]:
+    """The .tab, its .rda and one .hrc per variable, by the paths they are written to."""
     hrcs = {v: path.with_name(f"{path.stem}_{_file_part(v)}.hrc") for v in table.variables}
     texts = {path: _tab_text(table), path.with_suffix(".rda"): _rda_text(table, hrcs)}
     for v, hrc in hrcs.items():
         texts[hrc] = _hrc_text(table.hierarchies[v], _lead(table.hierarchies[v]))
+    return texts
+
+
+def _write_all(texts: dict[Path, str]) -> tuple[Path, ...]:
     paths = tuple(texts)
     with atomic_outputs(*paths) as temporary:
         for tmp, final in zip(temporary, paths, strict=True):
