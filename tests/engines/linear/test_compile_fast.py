@@ -11,12 +11,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from statrecon.db import hardened
+from statrecon.errors import StatreconError
 from statrecon.release.evaluate import (
     _evaluate_each,
     _shape_groups,
     evaluate_predicates,
 )
-from statrecon.errors import StatreconError
 from statrecon.release.known import PublicTable
 from statrecon.release.model import Release
 from statrecon.release.predicate import KnownBool
