@@ -203,12 +203,17 @@ def test_a_time_limit_stops_the_gaussian_pass_and_the_repair_loop() -> None:
     ({"candidates": [True]}, "candidates has 1 entries"),
     ({"costs": [1]}, "costs has 1 entries"),
     ({"costs": [-1] * 12}, "negative cost"),
-    ({"options": ProtectOptions(method="best")}, "suppression method 'best'"),  # type: ignore[arg-type]
 ])
 def test_bad_arguments_are_one_line_errors(kwargs: dict[str, Any], message: str) -> None:
     t = two_by_three([[3, 4, 5], [6, 7, 8]])
     with pytest.raises(StatreconError, match=message):
         protect(t.problem([0]), **kwargs)
+
+
+def test_an_unknown_method_is_refused_when_the_options_are_made() -> None:
+    with pytest.raises(StatreconError, match=r"ProtectOptions\.method = 'best': choose from "
+                                             "fast, exact"):
+        ProtectOptions(method="best")  # type: ignore[arg-type]
 
 
 # ----------------------------------------------------------------- the linear phase

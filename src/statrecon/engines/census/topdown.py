@@ -37,15 +37,15 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 from ortools.graph.python import min_cost_flow
-from scipy.optimize import linprog
 
 from statrecon.census.persons.cells import GRID_SIZE
 from statrecon.census.persons.release import TractTables
 from statrecon.discrete_gaussian import sample
 from statrecon.engines.census.rank import copy_scores
 from statrecon.engines.census.tract import BlockResult, CellMatrices, CensusOptions, TractResult
+from statrecon.engines.solvers import highs
 from statrecon.engines.solvers.cpsat import Deadline
-from statrecon.engines.solvers.highs import HOT_START, build_highs, highs_core
+from statrecon.engines.solvers.highs import HOT_START, build_highs
 
 FLOW_SCALE = 1000  # min-cost flow costs are integers: fractions of a person x FLOW_SCALE
 
@@ -157,18 +157,17 @@ class L1Fit:
         if self.highs is None:
             bounds = self.bounds.copy()
             bounds[self.fixed, 0] = bounds[self.fixed, 1] = fixed
-            res = linprog(self.cost, A_eq=self.matrix, b_eq=np.zeros(self.k + 1),
-                          bounds=bounds, method="highs-ds",
-                          options={} if left is None else {"time_limit": max(left, 0.01)})
-            return np.asarray(res.x[:self.n]) if res.status == 0 else None
-        h = self.highs
-        h.setOptionValue("time_limit", float("inf") if left is None else
-                         h.getRunTime() + max(left, 0.01))
-        h.changeColsBounds(len(self.fixed), self.fixed, fixed, fixed)
-        h.run()
-        if h.getModelStatus() != highs_core().HighsModelStatus.kOptimal:
-            return None
-        return np.asarray(h.getSolution().col_value, dtype=float)[:self.n]
+            zero = np.zeros(self.k + 1)
+            got = highs.solve(self.cost, self.matrix, zero, zero, bounds[:, 0], bounds[:, 1],
+                              time_limit=None if left is None else max(left, 0.01))
+        else:
+            h = self.highs
+            h.setOptionValue("time_limit", float("inf") if left is None else
+                             h.getRunTime() + max(left, 0.01))
+            h.changeColsBounds(len(self.fixed), self.fixed, fixed, fixed)
+            h.run()
+            got = highs.read(h, duals=False)
+        return got.x[:self.n] if got.status == "optimal" else None
 
 
 def _round_keeping_total(x: np.ndarray, total: int) -> np.ndarray:

@@ -40,6 +40,7 @@ from statrecon.census.persons.identities import group_sizes
 from statrecon.census.persons.release import TractTables
 from statrecon.engines.census.rank import copy_scores, draw_samples
 from statrecon.engines.solvers.cpsat import Deadline, found, new_solver
+from statrecon.errors import check_count, check_time_limit
 
 
 @dataclass(frozen=True)
@@ -94,10 +95,19 @@ DEFAULT_TRACT_TIME_LIMIT = 600.0
 
 @dataclass(frozen=True)
 class CensusOptions:
+    """``time_limit``, like in every ``*Options``: seconds (per tract, solve and certify),
+    None for no limit, the field's default (``CensusOptions.time_limit``) the engine's. A value
+    out of range raises ``OptionError`` when the options are made."""
+
     time_limit: float | None = DEFAULT_TRACT_TIME_LIMIT  # per tract, solve and certify
     seed: int = 0
     certify: bool = True
     samples: int = 0  # consistent datasets drawn to score each person (0: no scores)
+
+    def __post_init__(self) -> None:
+        check_time_limit(self)
+        check_count(self, "seed", 0)
+        check_count(self, "samples", 0)
 
 
 @dataclass(frozen=True)

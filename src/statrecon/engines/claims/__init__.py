@@ -2,8 +2,8 @@
 
 ``model`` builds one block's histogram model and its candidate claims; a registered
 formulation (``formulations.FORMULATIONS``: ``fast``, ``paper``) proves or refutes them;
-``verify.verify_block`` runs one block end to end. Names are exported lazily, so that the CLI
-can read the formulation registry without loading CP-SAT.
+``verify.verify_block`` runs one block end to end with ``options.ClaimsOptions``. Names are
+exported lazily, so that the CLI can read the formulation registry without loading CP-SAT.
 """
 
 from __future__ import annotations
@@ -21,13 +21,8 @@ if TYPE_CHECKING:
         formulation,
         formulations_help,
     )
-    from statrecon.engines.claims.model import (
-        N_COLS,
-        BlockClaims,
-        BlockModel,
-        ClaimsOptions,
-        compile_block,
-    )
+    from statrecon.engines.claims.model import N_COLS, BlockClaims, BlockModel, compile_block
+    from statrecon.engines.claims.options import ClaimsOptions
     from statrecon.engines.claims.verify import verify_block
 
 _WHERE = {
@@ -41,7 +36,7 @@ _WHERE = {
     "N_COLS": "statrecon.engines.claims.model",
     "BlockClaims": "statrecon.engines.claims.model",
     "BlockModel": "statrecon.engines.claims.model",
-    "ClaimsOptions": "statrecon.engines.claims.model",
+    "ClaimsOptions": "statrecon.engines.claims.options",
     "compile_block": "statrecon.engines.claims.model",
     "verify_block": "statrecon.engines.claims.verify",
 }

@@ -16,7 +16,8 @@ import numpy as np
 
 if TYPE_CHECKING:
     from statrecon.census.households.tables import BlockRelease
-    from statrecon.engines.claims.model import BlockModel, ClaimsOptions
+    from statrecon.engines.claims.model import BlockModel
+    from statrecon.engines.claims.options import ClaimsOptions
 
 
 class Formulation(Protocol):

@@ -1,8 +1,8 @@
 """The block model of Generate-then-Verify: a histogram over coherent unit types, its
 consistent blocks (K solutions) and the candidate claims they share.
 
-Shared by every claim formulation (``engines/claims/formulations.py``); the claim ids,
-options and per-block result live here too.
+Shared by every claim formulation (``engines/claims/formulations.py``); the claim ids and
+the per-block result live here too (the options: ``options.py``, above the registry).
 """
 
 from __future__ import annotations
@@ -25,26 +25,6 @@ N_COLS = hh.N_COLUMNS
 VALUE_BITS = 4 * N_COLS  # packed values occupy the low 40 bits of a claim key
 MULT_BITS = 12  # multiplicity m < 4096 in a claim id
 ALL_SUBSETS = np.arange(1, 1 << N_COLS, dtype=np.int64)
-
-
-# Seconds per block by default (generate and verify together): the default formulation's
-# slowest block of the benchmark takes about 14 s, so only a runaway search meets it; None
-# (``--time-limit inf``) lifts it.
-DEFAULT_BLOCK_TIME_LIMIT = 300.0
-
-
-@dataclass(frozen=True)
-class ClaimsOptions:
-    formulation: str = "fast"  # "fast" (default) or "paper"
-    k_solutions: int = 100  # K consistent blocks to generate candidates from (at most)
-    patience: int | None = 10  # stop generating after this many blocks that change nothing
-    time_limit: float | None = DEFAULT_BLOCK_TIME_LIMIT  # seconds for the whole block
-    seed: int = 0
-    negative: bool = True  # also prove "at least one unit matches" for undetermined claims
-    # Work for them per block, in CP-SAT deterministic seconds (best effort): unlike wall
-    # seconds, the same input proves the same negative claims however loaded the machine is.
-    negative_work_limit: float | None = 10.0
-    workers: int = 1  # CP-SAT search workers per solve
 
 
 BlockStatus = Literal["ok", "unknown"]  # "unknown": a time limit cut the block short

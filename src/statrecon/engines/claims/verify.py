@@ -24,7 +24,6 @@ from statrecon.engines.claims.model import (
     N_COLS,
     BlockClaims,
     BlockModel,
-    ClaimsOptions,
     WorkBudget,
     claim_members,
     compile_block,
@@ -33,6 +32,7 @@ from statrecon.engines.claims.model import (
     solution_claims,
     time_left,
 )
+from statrecon.engines.claims.options import ClaimsOptions
 from statrecon.engines.solvers.cpsat import Deadline
 
 DEFAULT_OPTIONS = ClaimsOptions()

@@ -17,6 +17,7 @@ from ortools.sat.python import cp_model
 
 from statrecon.engines.exact.record_model import (
     DEFAULT_MAX_MODEL_SIZE,
+    NOISE_MODES,
     NoiseMode,
     NoisePolicy,
     RecordModel,
@@ -25,6 +26,7 @@ from statrecon.engines.exact.record_model import (
     row_count_bounds,
 )
 from statrecon.engines.solvers.cpsat import Deadline, OutOfTime, found, new_solver
+from statrecon.errors import check_choice, check_count, check_time_limit
 from statrecon.release.known import KnownData
 from statrecon.release.model import Release
 from statrecon.release.schema import ColumnType
@@ -77,6 +79,10 @@ class ExactOptions:
     standard deviations, claims conditional on that event; ``ml``: a most likely dataset).
     ``on_progress`` is called with an ``ExactProgress`` as the search goes on (from the
     solver's thread too: keep it quick).
+
+    Like every ``*Options``: ``time_limit`` None means no limit, the field's default
+    (``ExactOptions.time_limit``) is the engine's; a value out of range raises
+    ``OptionError`` when the options are made.
     """
 
     limit: int = 10_000
@@ -89,6 +95,16 @@ class ExactOptions:
     noise_mode: NoiseMode = "ignore"
     noise_k: float | None = None
     on_progress: Callable[[ExactProgress], None] | None = None
+
+    def __post_init__(self) -> None:
+        check_count(self, "limit")
+        check_time_limit(self)
+        check_count(self, "keep_solutions", 0, optional=True)
+        check_count(self, "workers")
+        check_count(self, "seed", 0)
+        check_count(self, "max_model_size", optional=True)
+        check_choice(self, "noise_mode", NOISE_MODES)
+        NoisePolicy(self.noise_mode, self.noise_k)  # bounds need a K > 0: it checks that
 
     @property
     def noise(self) -> NoisePolicy:

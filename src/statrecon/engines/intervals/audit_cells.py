@@ -30,7 +30,7 @@ from statrecon.engines.intervals.results import (
     verdict,
 )
 from statrecon.engines.solvers.cpsat import Deadline
-from statrecon.errors import StatreconError
+from statrecon.errors import StatreconError, check_count, check_time_limit
 
 DEFAULT_TIME_LIMIT = 10.0  # seconds per cell, all its solves together
 
@@ -44,13 +44,19 @@ class AuditOptions:
     ``audit`` after each cell; ``audit_cell`` never calls it (drop it before pickling).
     ``deadline``: an end shared by a whole batch of cells (``time.monotonic``'s clock, so
     this machine's processes only): each cell stops at the earlier of it and its own limit,
-    so a batch cannot take its time limit once per cell."""
+    so a batch cannot take its time limit once per cell. Like every ``*Options``:
+    ``time_limit`` None means no limit, the field's default (``AuditOptions.time_limit``) is
+    the engine's; a value out of range raises ``OptionError`` when the options are made."""
 
     time_limit: float | None = DEFAULT_TIME_LIMIT
     integer: bool = True
     workers: int = 1
     on_progress: Callable[[int, int], None] | None = None
     deadline: Deadline | None = None
+
+    def __post_init__(self) -> None:
+        check_time_limit(self)
+        check_count(self, "workers")
 
 
 def audit(problem: IntervalProblem | Prepared, cells: Sequence[int] | None = None,

@@ -74,8 +74,9 @@ def on_lattice(x: Sequence[Fraction], scale: int) -> bool:
     return all((v * scale).denominator == 1 for v in x)
 
 
-def _rational(v: float, den: int) -> Fraction:
-    """The simplest fraction with a denominator up to ``den`` near v (a candidate only)."""
+def near_fraction(v: float, den: int) -> Fraction:
+    """The simplest fraction with a denominator up to ``den`` near the float v (a candidate
+    only; from a float, not a residue: rational reconstruction is ``solvers.modp``'s)."""
     if not math.isfinite(v):
         return Fraction(0)
     r = round(v)
@@ -94,7 +95,7 @@ def point_candidates(rows: Rows, b: Sequence[Fraction], lo: Sequence[Fraction | 
     def guesses() -> Iterator[list[Fraction] | None]:
         yield [Fraction(round(float(v) * scale), scale) for v in x]
         for den in DENOMINATORS:
-            yield [_rational(float(v), den) for v in x]
+            yield [near_fraction(float(v), den) for v in x]
         yield _vertex(rows, b, lo, hi, x)
 
     for cand in guesses():
@@ -147,7 +148,7 @@ def solve_near(matrix: Sequence[Sequence[Fraction]], rhs: Sequence[Fraction],
     if len(rhs) * n > MAX_EXACT_ENTRIES:
         return None  # FLINT's exact elimination would take minutes, past any time limit
     if not rhs:
-        return [_rational(g, DENOMINATORS[-1]) for g in guess]
+        return [near_fraction(g, DENOMINATORS[-1]) for g in guess]
     flint = _flint()
     m = len(rhs)
     entries = [flint.fmpq(v.numerator, v.denominator)
@@ -159,7 +160,7 @@ def solve_near(matrix: Sequence[Sequence[Fraction]], rhs: Sequence[Fraction],
         if c == n:
             return None  # a row 0 = non-zero: inconsistent
         pivots.append(c)
-    z = [_rational(g, DENOMINATORS[-1]) for g in guess]
+    z = [near_fraction(g, DENOMINATORS[-1]) for g in guess]
     free = [c for c in range(n) if c not in set(pivots)]
     for r, c in enumerate(pivots):
         v = _fraction(R[r, n]) - sum((_fraction(R[r, f]) * z[f] for f in free), Fraction(0))
@@ -174,7 +175,7 @@ def multiplier_candidates(rows: Rows, n: int, cost: Mapping[int, Fraction | int]
     exactly so that d = c - Aᵀu is 0 on every cell strictly inside its bounds and every cell
     whose float reduced cost is ~0 (the basis, read from the floats)."""
     for den in DENOMINATORS:
-        yield {k: q for k, v in enumerate(u) if (q := _rational(float(v), den))}
+        yield {k: q for k, v in enumerate(u) if (q := near_fraction(float(v), den))}
     d = np.array([float(cost.get(i, 0)) for i in range(n)])
     for k, row in enumerate(rows):
         for i, a in row:

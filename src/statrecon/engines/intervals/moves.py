@@ -26,6 +26,7 @@ import scipy.sparse as sp
 
 from statrecon.engines.intervals.problem import Prepared
 from statrecon.engines.intervals.reach import Board, Lattice, Reached, completes
+from statrecon.engines.solvers import highs
 from statrecon.engines.solvers.cpsat import Deadline
 from statrecon.engines.solvers.highs import build_highs, highs_core
 
@@ -153,7 +154,7 @@ class Mover:
                       deadline: Deadline) -> np.ndarray | None:
         if self.highs is None:
             return self._linprog(lower, upper, deadline)
-        h, core = self.highs, highs_core()
+        h = self.highs
         left = deadline.left()
         h.setOptionValue("time_limit", float("inf") if left is None else
                          h.getRunTime() + left)
@@ -163,27 +164,21 @@ class Mover:
         try:
             h.setBasis(self.zero)
             h.run()
-            if h.getModelStatus() != core.HighsModelStatus.kOptimal:
-                return None
-            x = np.asarray(h.getSolution().col_value, dtype=float)
+            got = highs.read(h, duals=False)
         finally:
             for c in changed:
                 h.changeColBounds(c, 0.0, float(self.upper[c]))
-        return x[:self.n] - x[self.n:]
+        return got.x[:self.n] - got.x[self.n:] if got.status == "optimal" else None
 
     def _linprog(self, lower: dict[int, float], upper: dict[int, float],
                  deadline: Deadline) -> np.ndarray | None:
-        from scipy.optimize import linprog  # lazy: only without scipy's HiGHS object
-
+        """The same LP built afresh (without scipy's HiGHS object)."""
         lo, hi = np.zeros(2 * self.n), self.upper.copy()
         for c, v in lower.items():
             lo[c] = v
         for c, v in upper.items():
             hi[c] = v
-        left = deadline.left()
-        res = linprog(np.ones(2 * self.n), A_eq=self.M, b_eq=np.zeros(self.rows),
-                      bounds=np.column_stack([lo, hi]), method="highs-ds",
-                      options={} if left is None else {"time_limit": left})
-        if res.status != 0 or res.x is None:
-            return None
-        return np.asarray(res.x[:self.n] - res.x[self.n:], dtype=float)
+        zero = np.zeros(self.rows)
+        got = highs.solve(np.ones(2 * self.n), self.M, zero, zero, lo, hi,
+                          time_limit=deadline.left())
+        return got.x[:self.n] - got.x[self.n:] if got.status == "optimal" else None

@@ -9,6 +9,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+# HiGHS stopped short, or its worker process did not run: the errors of the worker that holds
+# a solve to its limit, re-exported here (no scipy: the CLI loads this module at start-up)
+from statrecon.engines.solvers.worker import SolverIncomplete as SolverIncomplete
+from statrecon.engines.solvers.worker import WorkerUnavailable as WorkerUnavailable
 from statrecon.errors import StatreconError
 
 if TYPE_CHECKING:
@@ -31,14 +35,6 @@ def check_system(F: Matrix, a: Any, lower: Any = None, upper: Any = None) -> Non
 class UnsuitableMethod(StatreconError):
     """The chosen method cannot decode this release (ip on a real secret, sgd without finite
     bounds): the user's choice, so a one-line error, unlike a bug in the engine."""
-
-
-class SolverIncomplete(RuntimeError):
-    """HiGHS stopped without an optimal point (time limit, numerical trouble)."""
-
-
-class WorkerUnavailable(SolverIncomplete):
-    """The process that runs a time-limited solve could not start or died (not a time-out)."""
 
 
 @dataclass(frozen=True)
@@ -67,7 +63,7 @@ class Problem:
 # optimal: HiGHS proved the integer optimum; estimated: no proof; infeasible: HiGHS proved
 # no point fits; unknown: a limit stopped it
 EstimateStatus = Literal["estimated", "optimal", "infeasible", "unknown"]
-HIGHS_STATUS: dict[int, EstimateStatus] = {0: "optimal", 2: "infeasible"}  # scipy's codes
+HIGHS_STATUS: dict[str, EstimateStatus] = {"optimal": "optimal", "infeasible": "infeasible"}
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from statrecon.engines.linear.problem import (
     Problem,
     SolverIncomplete,
 )
+from statrecon.errors import check_choice, check_count, check_positive, check_time_limit
 from statrecon.release.statistic import number_out
 from statrecon.result import Route, plain
 
@@ -40,6 +41,12 @@ METHODS = ("determine", *ESTIMATORS)
 
 @dataclass(frozen=True)
 class LinearOptions:
+    """One linear method and its budget. ``method``: ``determine`` or an estimator of
+    ``ESTIMATORS`` (read when the options are made, so a registered one counts).
+    ``time_limit``, like in every ``*Options``: seconds, None for no limit, the field's
+    default (``LinearOptions.time_limit``) the engine's. A value out of range raises
+    ``OptionError`` when the options are made."""
+
     method: str = "ls"
     time_limit: float | None = 60.0
     seed: int = 0
@@ -50,6 +57,14 @@ class LinearOptions:
     # statistics x public rows of the query matrix, refused before any predicate is evaluated
     # (None: no limit); 400 million booleans is about 0.4 GiB, and a dense float copy 3.2 GiB
     max_cells: int | None = 400_000_000
+
+    def __post_init__(self) -> None:
+        check_choice(self, "method", ("determine", *ESTIMATORS))
+        check_time_limit(self)
+        check_count(self, "seed", 0)
+        check_positive(self, "epochs")
+        check_count(self, "determine_max_cells")
+        check_count(self, "max_cells", optional=True)
 
 
 # determined/partial/infeasible: exact arithmetic; optimal: HiGHS proved the ip optimum;

@@ -9,16 +9,9 @@ The registry that names them for the engine and the CLI is :mod:`.estimators`.
 
 from __future__ import annotations
 
-import atexit
 import math
-import os
-import signal
-import subprocess
-import sys
 import time
-from collections.abc import Callable
-from multiprocessing.connection import Connection
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -31,146 +24,19 @@ from statrecon.engines.linear.problem import (
     WorkerUnavailable,
     check_system,
 )
+from statrecon.engines.solvers import highs
+from statrecon.engines.solvers.worker import _stop_idle as _stop_idle
+from statrecon.engines.solvers.worker import bounded_call
+from statrecon.engines.solvers.worker import prestart_worker as prestart_worker
 
 CENTRE_MAX_RECORDS = 300  # above this, bounded ls returns the (interior) trust-region optimum
-# A HiGHS solve in a worker process gets the limit plus this share of it plus a grace period
-# to stop by itself and hand back what it found (the MILP: its best integer point, worth
-# waiting for; an LP stopped short gives nothing); past that the worker is killed.
-GRACE_SHARE = 0.1
+# A time-limited HiGHS solve runs in a worker process (:mod:`statrecon.engines.solvers.worker`,
+# whose prestart_worker is re-exported above: the API starts one ahead through this module)
+# that gets the limit plus a share of it plus a grace period to stop by itself and hand back
+# what it found (the MILP: its best integer point, worth waiting for; an LP stopped short
+# gives nothing); past that the worker is killed.
 MIP_GRACE_S = 0.5
 LP_GRACE_S = 0.1
-WORKER_START_S = 60.0  # a worker that has not imported scipy by then is given up on
-T = TypeVar("T")
-
-
-class _Worker:
-    """A Python process that runs solves sent to it, started with ``python -c`` (not
-    multiprocessing: spawn and forkserver re-run the caller's main script in the child, and
-    fork copies the parent's solver threads' locks). It imports scipy once; an idle worker is
-    kept for the next solve, one that overran is killed."""
-
-    def __init__(self) -> None:
-        req_r, req_w = os.pipe()
-        res_r, res_w = os.pipe()
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)  # what the parent sees
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", f"from {__name__} import _serve; _serve({req_r}, {res_w})"],
-            pass_fds=(req_r, res_w), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            env=env)  # stdout is the caller's (--json): the worker prints nothing there
-        os.close(req_r)
-        os.close(res_w)
-        self.send = Connection(req_w, readable=False)
-        self.recv = Connection(res_r, writable=False)
-
-    def ready(self) -> bool:
-        """The worker has started and said so (False: it died or took too long)."""
-        try:
-            return bool(self.recv.poll(WORKER_START_S)) and self.recv.recv() == "ready"
-        except (EOFError, OSError):
-            return False
-
-    def stop(self) -> None:
-        self.send.close()
-        self.recv.close()
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
-
-
-_IDLE: list[_Worker] = []  # started workers waiting for a solve; stopped at exit
-_STARTING: list[_Worker] = []  # started ahead of a solve (prestart_worker), maybe not ready
-
-
-def _stop_idle() -> None:
-    while _IDLE:
-        _IDLE.pop().stop()
-    while _STARTING:
-        _STARTING.pop().stop()
-
-
-def prestart_worker() -> None:
-    """Start a worker now without waiting for it, so that its imports (~0.6 s) overlap the
-    caller's loading and compiling; the next ``bounded_call`` takes it (and still does not
-    count its start against the limit). Nothing when a worker is idle or starting already."""
-    if sys.platform != "win32" and not _IDLE and not _STARTING:
-        _STARTING.append(_Worker())
-
-
-atexit.register(_stop_idle)
-
-
-def _take_worker() -> _Worker | None:
-    while _IDLE:
-        worker = _IDLE.pop()
-        if worker.proc.poll() is None:
-            return worker
-        worker.stop()
-    worker = _STARTING.pop() if _STARTING else _Worker()
-    if worker.ready():
-        return worker
-    worker.stop()
-    return None
-
-
-def bounded_call(fn: Callable[..., T], args: tuple[Any, ...], time_limit: float,
-                 grace: float = 0.0) -> T | None:
-    """``fn(*args)`` in a worker process, or None when it has not answered within the limit
-    (plus ``grace`` seconds and GRACE_SHARE of the limit): the worker is then killed, so the
-    limit holds whatever the solver inside does. Starting a worker (once, ~0.7 s of imports)
-    is not counted. An exception in the worker is raised here; a worker that cannot start or
-    dies raises WorkerUnavailable (not a time-out). ``fn`` must be a module-level function (it
-    is pickled)."""
-    if sys.platform == "win32":  # no pass_fds: solve here, with HiGHS's own limit
-        return fn(*args)
-    worker = _take_worker()
-    if worker is None:
-        raise WorkerUnavailable("the solver's worker process did not start (see stderr)")
-    answered = False
-    try:
-        end = time.monotonic() + time_limit * (1 + GRACE_SHARE) + grace
-        worker.send.send((fn, args))
-        if not worker.recv.poll(max(0.0, end - time.monotonic())):
-            return None
-        kind, value = worker.recv.recv()
-        answered = True
-    except (EOFError, OSError):  # the worker died (killed, out of memory): no answer
-        raise WorkerUnavailable("the solver's worker process died before answering (out of "
-                                "memory?)") from None
-    finally:
-        if answered:
-            _IDLE.append(worker)
-        else:
-            worker.stop()
-    if kind == "error":
-        raise value
-    return value
-
-
-def _serve(req_fd: int, res_fd: int) -> None:
-    """The worker's loop: (function, arguments) in, ("ok", result) or ("error", exception)
-    out, until the parent closes the pipe. Ctrl-C reaches the whole process group: the parent
-    decides, so the worker ignores it."""
-    # lazy: the worker loads scipy before it says "ready", so no solve is charged for it
-    import scipy.optimize  # noqa: F401
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    recv = Connection(req_fd, writable=False)
-    send = Connection(res_fd, readable=False)
-    send.send("ready")
-    while True:
-        try:
-            fn, args = recv.recv()
-        except (EOFError, OSError):
-            return
-        try:
-            out: tuple[str, Any] = ("ok", fn(*args))
-        except Exception as e:  # handed to the parent, which raises it
-            out = ("error", e)
-        try:
-            send.send(out)
-        except Exception as e:  # an exception that does not pickle
-            send.send(("error", RuntimeError(repr(e))))
 
 
 def solve_ls(F: Matrix, a: np.ndarray, lower: np.ndarray | None = None,
@@ -497,68 +363,28 @@ def _highs_lp(c: np.ndarray, A: sp.csc_matrix, row_lo: np.ndarray, row_hi: np.nd
 
 def _highs(c: np.ndarray, A: sp.csc_matrix, row_lo: np.ndarray, row_hi: np.ndarray,
            lb: np.ndarray, ub: np.ndarray, time_limit: float | None,
-           integrality: np.ndarray | None = None) -> tuple[np.ndarray, EstimateStatus]:
-    """Solve with HiGHS through scipy, within ``time_limit`` seconds of wall time.
+           integrality: np.ndarray | None = None, worker: bool = True
+           ) -> tuple[np.ndarray, EstimateStatus]:
+    """Solve with HiGHS (:func:`statrecon.engines.solvers.highs.solve`), within
+    ``time_limit`` seconds of wall time: an LP by interior point, a MIP by HiGHS's MIP driver.
 
-    HiGHS does not always keep its own limit: its interior-point code takes a limit already
-    used up by presolve as "no limit" (4 s with a 0.05 s limit, measured), and crossover and
-    the MIP driver check the clock only now and then. So with a limit the solve runs in a child
-    process (``bounded_call``) that is killed when the limit and a grace period have passed:
-    that gives ``unknown``, never a point called optimal. (highspy's own build clashes with the
-    HiGHS inside OR-Tools when both load in one process, so scipy's copy is the one used.)"""
-    args = (c, A, row_lo, row_hi, lb, ub, time_limit, integrality)
-    if time_limit is None:
-        return _highs_here(*args)
+    The interior point is ~20x faster on dense query matrices than the simplex HiGHS picks
+    inside its MIP driver (18 s against 344 s for lp-l1 at n = 1000, k = 4000). HiGHS does not
+    always keep its own limit, so with a limit (and ``worker``) the solve runs in a worker
+    process that is killed when the limit and a grace period have passed: that gives
+    ``unknown``, never a point called optimal."""
     mip = integrality is not None and bool(integrality.any())
-    out = bounded_call(_highs_here, args, time_limit, MIP_GRACE_S if mip else LP_GRACE_S)
-    return out if out is not None else (np.full(len(c), np.nan), "unknown")
+    grace = (MIP_GRACE_S if mip else LP_GRACE_S) if worker else None
+    got = highs.solve(c, A, row_lo, row_hi, lb, ub, time_limit=time_limit,
+                      integrality=integrality, method="highs-ipm", kill_after=grace)
+    return got.x, HIGHS_STATUS.get(got.status, "unknown")
 
 
 def _highs_here(c: np.ndarray, A: sp.csc_matrix, row_lo: np.ndarray, row_hi: np.ndarray,
                 lb: np.ndarray, ub: np.ndarray, time_limit: float | None,
                 integrality: np.ndarray | None = None) -> tuple[np.ndarray, EstimateStatus]:
-    """One HiGHS solve in this process: an LP by interior point, else the MIP driver."""
-    from scipy.optimize import Bounds, LinearConstraint, milp
-
-    if integrality is None or not integrality.any():
-        return _highs_ipm(c, A, row_lo, row_hi, lb, ub, time_limit)
-    options: dict[str, Any] = {"disp": False}
-    if time_limit is not None:
-        options["time_limit"] = float(time_limit)
-    res = milp(c, constraints=LinearConstraint(A, row_lo, row_hi),
-               integrality=None if integrality is None else integrality.astype(int),
-               bounds=Bounds(lb, ub), options=options)
-    label = HIGHS_STATUS.get(res.status, "unknown")
-    x = np.asarray(res.x, dtype=float) if res.x is not None else np.full(len(c), np.nan)
-    return x, label
-
-
-def _highs_ipm(c: np.ndarray, A: sp.csc_matrix, row_lo: np.ndarray, row_hi: np.ndarray,
-               lb: np.ndarray, ub: np.ndarray, time_limit: float | None
-               ) -> tuple[np.ndarray, EstimateStatus]:
-    """A pure LP with HiGHS's interior-point method: on dense query matrices it is ~20x faster
-    than the simplex HiGHS picks inside its MIP driver (18 s against 344 s for lp-l1 at
-    n = 1000, k = 4000). The time limit is passed on, but this path does not always stop on
-    it (see ``_highs``); whatever it returns is used only when HiGHS says OPTIMAL."""
-    from scipy.optimize import linprog
-
-    A = sp.csr_matrix(A)
-    eq = np.isfinite(row_lo) & np.isfinite(row_hi) & (row_lo == row_hi)
-    upper = ~eq & np.isfinite(row_hi)
-    lower = ~eq & np.isfinite(row_lo)
-    A_ub = sp.vstack([A[upper], -A[lower]], format="csr")
-    b_ub = np.concatenate([row_hi[upper], -row_lo[lower]])
-    options: dict[str, Any] = {"disp": False}
-    if time_limit is not None:
-        options["time_limit"] = float(time_limit)
-    res = linprog(c, A_ub=A_ub if A_ub.shape[0] else None, b_ub=b_ub if b_ub.size else None,
-                  A_eq=A[eq] if eq.any() else None, b_eq=row_lo[eq] if eq.any() else None,
-                  bounds=np.column_stack([np.where(np.isfinite(lb), lb, -np.inf),
-                                          np.where(np.isfinite(ub), ub, np.inf)]),
-                  method="highs-ipm", options=options)
-    label = HIGHS_STATUS.get(res.status, "unknown")
-    x = np.asarray(res.x, dtype=float) if res.x is not None else np.full(len(c), np.nan)
-    return x, label
+    """One HiGHS solve in this process, with HiGHS's own time limit only."""
+    return _highs(c, A, row_lo, row_hi, lb, ub, time_limit, integrality, worker=False)
 
 
 def solve_ip(F: Matrix, a: np.ndarray, lower: np.ndarray, upper: np.ndarray,

@@ -1,9 +1,13 @@
 """The solvers every engine family stands on, one module each: ``cpsat`` (the one CP-SAT
-factory, the monotonic ``Deadline``, status reading), ``highs`` (HiGHS over one LP, built once
-and hot-started), ``modp`` (FLINT matrices modulo a prime, rational reconstruction).
+factory, the monotonic ``Deadline``, status reading), ``highs`` (the one HiGHS wrapper: an LP
+or MIP from sparse arrays, or one LP built once and hot-started; one answer type),
+``worker`` (the killable process that holds a solve to its time limit), ``modp`` (FLINT
+matrices modulo a prime, rational reconstruction, the primes) and ``elimination`` (the
+incremental sparse elimination, modulo a prime or exact).
 
 Nothing is re-exported here: each module loads its own library (OR-Tools, scipy's HiGHS,
-FLINT), so importing one loads none of the others. Import them by their paths.
+FLINT; ``worker`` and ``elimination`` none), so importing one loads none of the others.
+Import them by their paths.
 """
 
 __all__: list[str] = []

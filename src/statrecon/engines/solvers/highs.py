@@ -1,12 +1,22 @@
-"""HiGHS over one component, built once: each solve changes only the cost, and the simplex
-starts from the previous basis (hot start), ~16x faster than a fresh ``linprog`` per solve at
-40 cells, ~3x at 600 (measured; see the report of issue 15).
+"""The one HiGHS wrapper: every LP and MIP of the engines goes through here.
+
+* :func:`solve`: one LP or MIP from sparse arrays (``row_lo <= A x <= row_hi``, a box, some
+  columns integer), through scipy's ``linprog`` or ``milp``, within a time limit; with
+  ``kill_after`` the solve runs in the killable worker process of :mod:`.worker`, since HiGHS
+  alone does not always keep its limit.
+* :class:`ComponentLp` and :func:`build_highs`: HiGHS over one component, built once: each
+  solve changes only the cost (or the bounds), and the simplex starts from the previous basis
+  (hot start), ~16x faster than a fresh ``linprog`` per solve at 40 cells, ~3x at 600
+  (measured; see the report of issue 15). :func:`read` reads such an object after ``run()``.
+* Either way the answer is one small :class:`LpAnswer`: HiGHS's status read once into
+  :data:`LpStatus`, its x and its row duals.
 
 The hot start needs a HiGHS object, which scipy ships as ``scipy.optimize._highspy._core``
-(scipy >= 1.15; highspy's own wheel clashes with the HiGHS inside OR-Tools, see
-``linear/solvers.py``). Where that private module is missing or changed, every solve goes
-through ``linprog`` (same HiGHS, same answers, no hot start). Either way the floats only
-propose: :mod:`statrecon.engines.intervals.exact` proves.
+(scipy >= 1.15; highspy's own wheel clashes with the HiGHS inside OR-Tools when both load in
+one process, so scipy's copy is the one used). Where that private module is missing or
+changed, every solve goes through ``linprog`` (same HiGHS, same answers, no hot start).
+Either way the floats only propose: what the engines claim is proven exactly
+(:mod:`statrecon.engines.intervals.exact`) or is an estimate.
 """
 
 from __future__ import annotations
@@ -18,7 +28,12 @@ from typing import Any, Literal
 import numpy as np
 import scipy.sparse as sp
 
+from statrecon.engines.solvers.worker import bounded_call
+
 LpStatus = Literal["optimal", "unbounded", "limit", "infeasible", "error"]
+# scipy's status codes (linprog and milp alike); any other code is an error
+SCIPY_STATUS: dict[int, LpStatus] = {0: "optimal", 1: "limit", 2: "infeasible",
+                                     3: "unbounded"}
 
 
 def highs_core() -> Any:
@@ -34,8 +49,9 @@ HOT_START = highs_core() is not None
 
 @dataclass(frozen=True)
 class LpAnswer:
-    """HiGHS's floats: x and the equations' duals y (for min c·x: c - Aᵀy is the reduced
-    cost), meaningful when ``status`` is optimal."""
+    """HiGHS's floats: x and the rows' duals y (for min c·x: c - Aᵀy is the reduced cost;
+    zeros from a MIP), meaningful when ``status`` is optimal. ``status`` limit: a time or
+    iteration limit stopped it (x is NaN when nothing came back)."""
 
     status: LpStatus
     x: np.ndarray
@@ -56,7 +72,7 @@ class ComponentLp:
     def solve(self, cost: Mapping[int, float], time_limit: float | None) -> LpAnswer:
         if self.highs is None:
             return self._linprog(cost, time_limit)
-        core, h = highs_core(), self.highs
+        h = self.highs
         # HiGHS's clock runs on across solves of one object: the limit is a moment on it
         h.setOptionValue("time_limit", float("inf") if time_limit is None else
                          h.getRunTime() + float(time_limit))
@@ -64,37 +80,115 @@ class ComponentLp:
         h.changeColsCost(len(idx), idx, np.array([cost[i] for i in idx], dtype=float))
         try:
             h.run()
-            status = h.getModelStatus()
-            sol = h.getSolution()
-            x = np.asarray(sol.col_value, dtype=float)
-            y = np.asarray(sol.row_dual, dtype=float)
+            return read(h)
         finally:
             h.changeColsCost(len(idx), idx, np.zeros(len(idx)))
-        S = core.HighsModelStatus
-        label: LpStatus = (
-            "optimal" if status == S.kOptimal else
-            "unbounded" if status in (S.kUnbounded, S.kUnboundedOrInfeasible) else
-            "limit" if status in (S.kTimeLimit, S.kIterationLimit) else
-            "infeasible" if status == S.kInfeasible else "error")
-        return LpAnswer(label, x, y, h.modelStatusToString(status))
 
     def _linprog(self, cost: Mapping[int, float], time_limit: float | None) -> LpAnswer:
-        from scipy.optimize import linprog  # lazy: only without scipy's HiGHS object
-
         c = np.zeros(self.n)
         for i, v in cost.items():
             c[i] = v
-        options: dict[str, Any] = {} if time_limit is None else {"time_limit": time_limit}
-        rows = self.A.shape[0] > 0
-        res = linprog(c, A_eq=self.A if rows else None, b_eq=self.b if rows else None,
-                      bounds=self.bounds, method="highs-ds", options=options)
-        labels: dict[int, LpStatus] = {0: "optimal", 1: "limit", 2: "infeasible",
-                                       3: "unbounded"}
-        label = labels.get(res.status, "error")
-        x = np.asarray(res.x if res.x is not None else np.full(self.n, np.nan), dtype=float)
-        y = np.asarray(res.eqlin.marginals, dtype=float) if rows and label == "optimal" \
-            else np.zeros(self.A.shape[0])
-        return LpAnswer(label, x, y, str(res.message))
+        return solve(c, self.A, self.b, self.b, self.bounds[:, 0], self.bounds[:, 1],
+                     time_limit=time_limit)
+
+
+def read(h: Any, duals: bool = True) -> LpAnswer:
+    """A HiGHS object's answer after ``run()``: its model status as :data:`LpStatus`, the
+    solution's x and, with ``duals``, its row duals (else y is empty: reading them costs
+    ~0.1 ms per thousand rows, a few per cent of a hot-started solve)."""
+    S = highs_core().HighsModelStatus
+    status = h.getModelStatus()
+    sol = h.getSolution()
+    label: LpStatus = (
+        "optimal" if status == S.kOptimal else
+        "unbounded" if status in (S.kUnbounded, S.kUnboundedOrInfeasible) else
+        "limit" if status in (S.kTimeLimit, S.kIterationLimit) else
+        "infeasible" if status == S.kInfeasible else "error")
+    return LpAnswer(label, np.asarray(sol.col_value, dtype=float),
+                    np.asarray(sol.row_dual, dtype=float) if duals else np.zeros(0),
+                    h.modelStatusToString(status))
+
+
+def solve(c: np.ndarray, A: sp.spmatrix, row_lo: np.ndarray, row_hi: np.ndarray,
+          lb: np.ndarray, ub: np.ndarray, *, time_limit: float | None = None,
+          integrality: np.ndarray | None = None, method: str = "highs-ds",
+          mip_rel_gap: float | None = None, kill_after: float | None = None) -> LpAnswer:
+    """min c·x subject to row_lo <= A x <= row_hi (equal ends: an equation; infinite: none)
+    and lb <= x <= ub, x_j integer where ``integrality`` is true: one HiGHS solve, built
+    afresh (scipy's ``milp`` when some column is integer, else ``linprog`` with ``method``:
+    HiGHS's dual simplex ``highs-ds``, or its interior point ``highs-ipm``). ``mip_rel_gap``:
+    the MIP's relative gap (None: HiGHS's default).
+
+    ``time_limit`` seconds go to HiGHS, which does not always keep them: its interior point
+    takes a limit already used up by presolve as "no limit" (4 s with a 0.05 s limit,
+    measured), and crossover and the MIP driver check the clock only now and then. With
+    ``kill_after`` seconds of grace the solve runs in a worker process that is killed once
+    the limit, GRACE_SHARE of it and the grace have passed (:func:`.worker.bounded_call`):
+    status ``limit``, never a point called optimal; a worker that cannot start raises
+    :class:`.worker.WorkerUnavailable`."""
+    args = (c, A, row_lo, row_hi, lb, ub, time_limit, integrality, method, mip_rel_gap)
+    if time_limit is None or kill_after is None:
+        return _solve_here(*args)
+    got = bounded_call(_solve_here, args, time_limit, kill_after)
+    if got is None:
+        return LpAnswer("limit", np.full(len(c), np.nan), np.zeros(A.shape[0]),
+                        "stopped: past the time limit")
+    return got
+
+
+def _solve_here(c: np.ndarray, A: sp.spmatrix, row_lo: np.ndarray, row_hi: np.ndarray,
+                lb: np.ndarray, ub: np.ndarray, time_limit: float | None,
+                integrality: np.ndarray | None, method: str, mip_rel_gap: float | None
+                ) -> LpAnswer:
+    """:func:`solve` in this process (what the worker runs)."""
+    options: dict[str, Any] = {"disp": False}
+    if time_limit is not None:
+        options["time_limit"] = float(time_limit)
+    if integrality is not None and integrality.any():
+        if mip_rel_gap is not None:
+            options["mip_rel_gap"] = mip_rel_gap
+        return _milp(c, A, row_lo, row_hi, lb, ub, integrality, options)
+    return _linprog(c, A, row_lo, row_hi, lb, ub, method, options)
+
+
+def _milp(c: np.ndarray, A: sp.spmatrix, row_lo: np.ndarray, row_hi: np.ndarray,
+          lb: np.ndarray, ub: np.ndarray, integrality: np.ndarray, options: dict[str, Any]
+          ) -> LpAnswer:
+    from scipy.optimize import Bounds, LinearConstraint, milp  # lazy: scipy.optimize's MIP
+
+    res = milp(c, constraints=LinearConstraint(A, row_lo, row_hi) if A.shape[0] else None,
+               integrality=integrality.astype(int), bounds=Bounds(lb, ub), options=options)
+    x = np.asarray(res.x, dtype=float) if res.x is not None else np.full(len(c), np.nan)
+    return LpAnswer(SCIPY_STATUS.get(res.status, "error"), x, np.zeros(A.shape[0]),
+                    str(res.message))
+
+
+def _linprog(c: np.ndarray, A: sp.spmatrix, row_lo: np.ndarray, row_hi: np.ndarray,
+             lb: np.ndarray, ub: np.ndarray, method: str, options: dict[str, Any]
+             ) -> LpAnswer:
+    """linprog takes equations and upper bounds: each row goes to one or two of them."""
+    from scipy.optimize import linprog  # lazy: scipy.optimize's LP
+
+    A = sp.csr_matrix(A)
+    eq = np.isfinite(row_lo) & np.isfinite(row_hi) & (row_lo == row_hi)
+    upper = ~eq & np.isfinite(row_hi)
+    lower = ~eq & np.isfinite(row_lo)
+    A_ub = sp.vstack([A[upper], -A[lower]], format="csr")
+    b_ub = np.concatenate([row_hi[upper], -row_lo[lower]])
+    res = linprog(c, A_ub=A_ub if A_ub.shape[0] else None, b_ub=b_ub if b_ub.size else None,
+                  A_eq=A[eq] if eq.any() else None, b_eq=row_lo[eq] if eq.any() else None,
+                  bounds=np.column_stack([np.where(np.isfinite(lb), lb, -np.inf),
+                                          np.where(np.isfinite(ub), ub, np.inf)]),
+                  method=method, options=options)
+    label = SCIPY_STATUS.get(res.status, "error")
+    x = np.asarray(res.x, dtype=float) if res.x is not None else np.full(len(c), np.nan)
+    y = np.zeros(A.shape[0])
+    if label == "optimal":  # HiGHS's row duals, as scipy hands them back per kind of row
+        y[eq] = res.eqlin.marginals
+        up = int(upper.sum())
+        y[upper] += res.ineqlin.marginals[:up]
+        y[lower] -= res.ineqlin.marginals[up:]
+    return LpAnswer(label, x, y, str(res.message))
 
 
 def build_highs(A: sp.csc_matrix, b: np.ndarray, bounds: np.ndarray, dual: bool = False

@@ -1,4 +1,6 @@
-"""Dense linear algebra modulo a prime (FLINT ``nmod_mat``) and rational reconstruction.
+"""Dense linear algebra modulo a prime (FLINT ``nmod_mat``), rational reconstruction and the
+primes (fixed ones, or drawn at random). The incremental sparse elimination is
+:mod:`.elimination`.
 
 Nothing here proves anything on its own: a statement decided modulo p is either of the kind
 that carries over to the rationals (a minor that is non-zero mod p is non-zero; an entry of
@@ -9,6 +11,8 @@ so that numpy can hold residues, and products of two of them, in int64.
 
 from __future__ import annotations
 
+import math
+import random
 from typing import Any
 
 import numpy as np
@@ -16,6 +20,15 @@ import numpy as np
 # Primes below 2^31. Which one is used changes no claim (every claim is checked exactly); an
 # unlucky one (dividing a minor of the release) is noticed by that check and the next is tried.
 PRIMES = (2_147_483_629, 2_147_483_587, 2_147_483_579, 2_147_483_563)
+
+
+def random_prime(rng: random.Random) -> int:
+    """A prime drawn uniformly from the odd numbers in (2^30, 2^31) by ``rng``: unpredictable
+    to whoever chose the numbers when ``rng`` is the OS's (``random.SystemRandom``)."""
+    while True:
+        p = rng.randrange(2**30 + 1, 2**31, 2)
+        if _flint().fmpz(p).is_prime():
+            return p
 
 
 def _flint() -> Any:
@@ -75,24 +88,38 @@ def matmul(A: np.ndarray, B: np.ndarray, p: int) -> np.ndarray:
     return from_nmod(to_nmod(A, p) * to_nmod(B, p))
 
 
-def reconstruct(a: np.ndarray, p: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def reconstruct(a: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Rational reconstruction, entry by entry (vectorised extended Euclid): the fraction n/d
-    with |n|, d <= sqrt(p/2) and n ≡ a·d (mod p), when there is one. Returns numerators,
-    denominators and a mask of entries that have one. A reconstructed fraction is only a
-    candidate: the caller checks what it claims exactly."""
-    bound = int(np.sqrt(p / 2))
-    a = np.mod(np.asarray(a, dtype=np.int64), p)
-    r0 = np.full(a.shape, p, dtype=np.int64)
-    r1 = a.copy()
-    t0 = np.zeros(a.shape, dtype=np.int64)
-    t1 = np.ones(a.shape, dtype=np.int64)
-    active = r1 > bound
-    while active.any():
-        q = np.where(active, r0 // np.where(r1 == 0, 1, r1), 0)
-        r0, r1 = np.where(active, r1, r0), np.where(active, r0 - q * r1, r1)
-        t0, t1 = np.where(active, t1, t0), np.where(active, t0 - q * t1, t1)
-        active = r1 > bound
+    with |n|, d <= sqrt(m/2) and n ≡ a·d (mod m), when there is one. ``m`` is a prime or a
+    product of primes (Chinese remainders) below 2^62, so that every step stays in int64.
+    Returns numerators, denominators and a mask of entries that have one. A reconstructed
+    fraction is only a candidate: the caller checks what it claims exactly.
+
+    >>> num, den, ok = reconstruct(np.array([3 * pow(7, -1, 101)]), 101)
+    >>> int(num[0]), int(den[0]), bool(ok[0])
+    (3, 7, True)
+    """
+    if not 1 < m < 2**62:
+        raise ValueError(f"modulus {m} outside 2..2^62")
+    bound = math.isqrt(m // 2)
+    a = np.asarray(a, dtype=np.int64)
+    r1 = np.mod(a, m).ravel()
+    t1 = np.ones(r1.shape, dtype=np.int64)
+    # extended Euclid on (m, a) for the entries still above the bound, until none is
+    live = np.flatnonzero(r1 > bound)
+    u0, u1 = np.full(live.size, m, dtype=np.int64), r1[live]  # remainders of the live ones
+    v0, v1 = np.zeros(live.size, dtype=np.int64), t1[live]  # and their coefficients of a
+    while live.size:
+        q = u0 // u1
+        u0, u1 = u1, u0 - q * u1
+        v0, v1 = v1, v0 - q * v1
+        done = u1 <= bound
+        if done.any():
+            r1[live[done]], t1[live[done]] = u1[done], v1[done]
+            keep = ~done
+            live, u0, u1, v0, v1 = live[keep], u0[keep], u1[keep], v0[keep], v1[keep]
     sign = np.where(t1 < 0, -1, 1)
     num, den = r1 * sign, np.abs(t1)
     ok = (den > 0) & (den <= bound) & (np.gcd(num, den) == 1)
-    return np.where(ok, num, 0), np.where(ok, den, 1), ok
+    return (np.where(ok, num, 0).reshape(a.shape), np.where(ok, den, 1).reshape(a.shape),
+            ok.reshape(a.shape))

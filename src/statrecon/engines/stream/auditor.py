@@ -37,7 +37,6 @@ The auditor is pure: no I/O, no SQL.
 
 from __future__ import annotations
 
-import math
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -46,6 +45,10 @@ from typing import Any, Literal
 
 import flint
 import numpy as np
+
+from statrecon.engines.solvers.elimination import Plan, SparseBasis
+from statrecon.engines.solvers.modp import random_prime as _random_prime
+from statrecon.engines.solvers.modp import reconstruct
 
 Status = Literal["accepted", "denied", "inconsistent"]
 Num = int | Fraction
@@ -180,94 +183,58 @@ def _frac(v: Any) -> Fraction:
     return Fraction(int(v.p), int(v.q))
 
 
-def _axpy(target: dict[int, Any], factor: Any, source: dict[int, Any]) -> None:
-    """target -= factor * source, in place, dropping entries that cancel."""
-    for c, v in source.items():
-        x = target.get(c, _ZERO) - factor * v
-        if x:
-            target[c] = x
-        else:
-            target.pop(c, None)
+_VALUE = -1  # where a row's tag holds the answers' combination (the statistics: 0, 1, ...)
 
 
-@dataclass
-class _Row:
-    """A basis row: e_pivot + rest, equal to ``combo`` (statistic index -> coefficient)
-    applied to the statistics' rows; ``value`` is the same combination of their answers."""
-
-    rest: dict[int, Any]
-    combo: dict[int, Any]
-    value: Any
-
-
-@dataclass
-class _Plan:
-    pivot: int
-    row: _Row
-    updates: dict[int, _Row] = field(default_factory=dict)  # pivot -> replaced basis row
-
-    def disclosed(self) -> list[int]:
-        out = [p for p, r in self.updates.items() if not r.rest]
-        if not self.row.rest:
-            out.append(self.pivot)
-        return sorted(out)
-
-    def cost(self) -> int:
-        """Work of this step (entries touched, weighted by size) once numbers grow; 0 while
-        they stay small. ``auto`` compares it with _SWITCH_COST."""
-        row = self.row
-        bits = max([v.height_bits() for v in row.rest.values()]
-                   + [v.height_bits() for v in row.combo.values()] + [1])
-        if bits <= _SWITCH_BITS:
-            return 0
-        entries = (len(row.rest) + len(row.combo) + 1) * (len(self.updates) + 1)
-        return int(entries * (1 + bits / 32))
+def _cost(plan: Plan) -> int:
+    """Work of a step (entries touched, weighted by size) once numbers grow; 0 while they
+    stay small. ``auto`` compares it with _SWITCH_COST."""
+    assert plan.tag is not None
+    combo = [v for i, v in plan.tag.items() if i != _VALUE]
+    bits = max([v.height_bits() for v in plan.rest.values()]
+               + [v.height_bits() for v in combo] + [1])
+    if bits <= _SWITCH_BITS:
+        return 0
+    entries = (len(plan.rest) + len(combo) + 1) * (len(plan.updates) + 1)
+    return int(entries * (1 + bits / 32))
 
 
 class _RationalBasis:
-    """Reduced basis over the rationals, sparse rows keyed by column."""
+    """Reduced basis over the rationals (:class:`~statrecon.engines.solvers.elimination.
+    SparseBasis`, exact): each row tagged with its combination of the statistics (statistic
+    index -> coefficient) and the same combination of their answers (at ``_VALUE``)."""
 
     name = "rational"
 
     def __init__(self) -> None:
-        self.rows: dict[int, _Row] = {}  # pivot column -> row
-        self.occ: dict[int, set[int]] = {}  # non-pivot column -> pivots whose rest holds it
+        self.span = SparseBasis(None, tagged=True)
         self.last_cost = 0
 
     @property
     def rank(self) -> int:
-        return len(self.rows)
+        return self.span.rank
 
     def probe(self, row: Row, answer: Fraction, idx: int) -> _Probe:
-        rest, combo, value = self._reduce(row, _fmpq(answer), idx)
+        tag: dict[int, Any] = {idx: _ONE}
+        if answer:
+            tag[_VALUE] = _fmpq(answer)
+        rest = self.span.reduce({j: _fmpq(v) for j, v in row.items()}, tag)
         if not rest:
+            value = tag.pop(_VALUE, _ZERO)
             if value:
-                return _Probe("inconsistent", state=(combo, value))
+                return _Probe("inconsistent", state=(tag, value))
             return _Probe("redundant")
-        plan = self._plan(rest, combo, value)
-        return _Probe("independent", plan.disclosed(), plan)
+        # the pivot: the column in the fewest basis rows, so the rank-one update touches few
+        holders = self.span.holders
+        q = min(rest, key=lambda c: (len(holders.get(c, ())), c))
+        plan = self.span.plan(rest, q, tag)
+        return _Probe("independent", plan.units(), plan)
 
     def commit(self, probe: _Probe) -> None:
         if probe.kind != "independent":
             return
-        plan: _Plan = probe.state
-        self.last_cost = plan.cost()
-        occ = self.occ
-        q = plan.pivot
-        occ.pop(q, None)  # q becomes a pivot: no basis row keeps it in its rest
-        for p, row in plan.updates.items():
-            old = self.rows[p].rest
-            for c in old.keys() - row.rest.keys():
-                if c != q:
-                    occ[c].discard(p)
-                    if not occ[c]:
-                        del occ[c]
-            for c in row.rest.keys() - old.keys():
-                occ.setdefault(c, set()).add(p)
-            self.rows[p] = row
-        for c in plan.row.rest:
-            occ.setdefault(c, set()).add(q)
-        self.rows[q] = plan.row
+        self.last_cost = _cost(probe.state)
+        self.span.commit(probe.state)
 
     def conflict(self, probe: _Probe) -> tuple[dict[int, Fraction], Fraction]:
         combo, value = probe.state
@@ -275,57 +242,19 @@ class _RationalBasis:
 
     def certificate(self, probe: _Probe | None, j: int
                     ) -> tuple[dict[int, Fraction], Fraction]:
-        row = self.rows.get(j)
+        tags = self.span.tags
+        assert tags is not None
+        tag = tags.get(j)
         if probe is not None and probe.kind == "independent":
-            plan: _Plan = probe.state
-            row = plan.row if j == plan.pivot else plan.updates.get(j, row)
-        assert row is not None
-        return {i: _frac(c) for i, c in row.combo.items()}, _frac(row.value)
-
-    def _reduce(self, row: Row, answer: Any, idx: int
-                ) -> tuple[dict[int, Any], dict[int, Any], Any]:
-        """Subtract the basis rows of every pivot the row touches: what is left has no pivot
-        column (basis rows hold no other pivot, so one pass suffices)."""
-        rest = {j: _fmpq(v) for j, v in row.items()}
-        combo: dict[int, Any] = {idx: _ONE}
-        value = answer
-        for j in [j for j in row if j in self.rows]:
-            f = rest.pop(j)
-            b = self.rows[j]
-            _axpy(rest, f, b.rest)
-            _axpy(combo, f, b.combo)
-            value = value - f * b.value
-        return rest, combo, value
-
-    def _plan(self, rest: dict[int, Any], combo: dict[int, Any], value: Any) -> _Plan:
-        """The new basis row (pivot: the column in the fewest basis rows, so the rank-one
-        update touches few rows) and the basis rows it changes, not yet committed."""
-        occ = self.occ
-        q = min(rest, key=lambda c: (len(occ.get(c, ())), c))
-        inv = _ONE / rest.pop(q)
-        new = _Row({c: v * inv for c, v in rest.items()}, {i: v * inv for i, v in combo.items()},
-                   value * inv)
-        plan = _Plan(q, new)
-        for p in occ.get(q, ()):
-            old = self.rows[p]
-            f = old.rest[q]
-            r = dict(old.rest)
-            del r[q]
-            _axpy(r, f, new.rest)
-            c = dict(old.combo)
-            _axpy(c, f, new.combo)
-            plan.updates[p] = _Row(r, c, old.value - f * new.value)
-        return plan
+            plan: Plan = probe.state
+            tag = plan.tag if j == plan.pivot else plan.updates[j][1] if j in plan.updates \
+                else tag
+        assert tag is not None
+        return ({i: _frac(c) for i, c in tag.items() if i != _VALUE},
+                _frac(tag.get(_VALUE, _ZERO)))
 
 
 # --------------------------------------------------------------------------- modular basis
-
-
-def _random_prime(rng: random.Random) -> int:
-    while True:
-        p = rng.randrange(2**30 + 1, 2**31, 2)
-        if flint.fmpz(p).is_prime():
-            return p
 
 
 def _mod(v: Num, p: int) -> int:
@@ -333,22 +262,6 @@ def _mod(v: Num, p: int) -> int:
     if den == 0:
         raise _Unlucky
     return v.numerator * pow(den, -1, p) % p
-
-
-def _rational(a: int, m: int) -> Fraction | None:
-    """The fraction n/d with |n|, d <= sqrt(m/2) congruent to a mod m (None if there is none)."""
-    bound = int(flint.fmpz(m // 2).isqrt())
-    r0, r1, s0, s1 = m, a % m, 0, 1
-    while r1 > bound:
-        q = r0 // r1
-        r0, r1, s0, s1 = r1, r0 - q * r1, s1, s0 - q * s1
-    if s1 == 0 or abs(s1) > bound:
-        return None
-    if s1 < 0:
-        r1, s1 = -r1, -s1
-    if math.gcd(r1, s1) != 1:
-        return None
-    return Fraction(r1, s1)
 
 
 class _ModularBasis:
@@ -547,24 +460,17 @@ class _ModularBasis:
     def lift(self, combo: np.ndarray, value: np.ndarray
              ) -> tuple[dict[int, Fraction] | None, Fraction | None]:
         """Chinese remainders, then rational reconstruction (None where it fails)."""
-        m = math.prod(self.primes)
-
-        def crt(residues: list[int]) -> int:
-            x, mod = 0, 1
-            for res, p in zip(residues, self.primes, strict=True):
-                x += mod * ((res - x) * pow(mod, -1, p) % p)
-                mod *= p
-            return x
-
-        coeffs: dict[int, Fraction] | None = {}
-        for i in np.flatnonzero(combo[0]):
-            f = _rational(crt([int(v) for v in combo[:, i]]), m)
-            if f is None:
-                coeffs = None
-                break
-            assert coeffs is not None
-            coeffs[int(i)] = f
-        return coeffs, _rational(crt([int(v) for v in value]), m)
+        support = np.flatnonzero(combo[0])
+        residues = np.concatenate([combo[:, support], value[:, None]], axis=1)
+        x, m = residues[0], self.primes[0]
+        for k, p in enumerate(self.primes[1:], start=1):  # in int64: m stays below 2^62
+            x = x + m * ((residues[k] - x) % p * pow(m, -1, p) % p)
+            m *= p
+        num, den, ok = reconstruct(x, m)
+        coeffs = None if not ok[:-1].all() else {
+            int(i): Fraction(int(a), int(b))
+            for i, a, b in zip(support, num[:-1], den[:-1], strict=True)}
+        return coeffs, Fraction(int(num[-1]), int(den[-1])) if ok[-1] else None
 
     def support(self, combo: np.ndarray) -> list[int]:
         return [int(i) for i in np.flatnonzero(combo[0])]

@@ -33,9 +33,9 @@ from fractions import Fraction
 import numpy as np
 import scipy.sparse as sp
 from ortools.sat.python import cp_model
-from scipy.optimize import Bounds, LinearConstraint, milp
 
 from statrecon.engines.intervals import CellAudit
+from statrecon.engines.solvers import highs
 from statrecon.engines.solvers.cpsat import new_solver
 from statrecon.engines.suppression.cuts import Cut
 from statrecon.engines.suppression.run import (
@@ -125,7 +125,7 @@ class Master:
 
     def _highs(self, below: int | None, left: float | None
                ) -> tuple[str, frozenset[int] | None]:
-        """The master on HiGHS's MIP (scipy's milp), with no relative gap allowed."""
+        """The master on HiGHS's MIP, with no relative gap allowed."""
         cols = list(self.costs)
         index = {j: k for k, j in enumerate(cols)}
         entries = [(r, index[j], c) for r, (coefs, _) in enumerate(self.rows)
@@ -135,18 +135,18 @@ class Master:
                                                          np.array(at, dtype=np.int64))),
                           shape=(len(self.rows), len(cols)))
         cost = np.array([self.costs[j] for j in cols], dtype=float)
-        constraints = [LinearConstraint(A, np.array([r for _, r in self.rows], dtype=float),
-                                        np.inf)] if self.rows else []
+        row_lo = np.array([r for _, r in self.rows], dtype=float)
+        row_hi = np.full(len(self.rows), np.inf)
         if below is not None:
-            constraints.append(LinearConstraint(cost.reshape(1, -1), -np.inf, below - 1))
-        options: dict[str, float] = {"mip_rel_gap": 0.0}
-        if left is not None:  # HiGHS's MIP checks its clock between LPs: leave it room
-            options["time_limit"] = max(HIGHS_SHARE * left, 0.001)
-        got = milp(cost, constraints=constraints, integrality=np.ones(len(cols)),
-                   bounds=Bounds(0, 1), options=options)
-        if got.status == 2:  # HiGHS: infeasible
+            A = sp.vstack([A, sp.csr_matrix(cost.reshape(1, -1))], format="csr")
+            row_lo, row_hi = np.append(row_lo, -np.inf), np.append(row_hi, below - 1)
+        # HiGHS's MIP checks its clock between LPs: leave it room
+        got = highs.solve(cost, A, row_lo, row_hi, np.zeros(len(cols)), np.ones(len(cols)),
+                          time_limit=None if left is None else max(HIGHS_SHARE * left, 0.001),
+                          integrality=np.ones(len(cols), dtype=bool), mip_rel_gap=0.0)
+        if got.status == "infeasible":
             return "infeasible", None
-        if got.status != 0 or got.x is None:  # 1: time or iteration limit; others: failure
+        if got.status != "optimal":  # a time or iteration limit, or a failure
             return "unknown", None
         chosen = frozenset(j for j, v in zip(cols, got.x, strict=True) if v > 0.5)
         return "optimal", chosen | frozenset(self.run.primaries)

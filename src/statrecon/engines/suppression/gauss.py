@@ -23,67 +23,16 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import scipy.sparse as sp
 
+from statrecon.engines.solvers.elimination import (
+    SparseBasis,
+    Vec,
+    axpy,
+    axpy_support,
+    reindex,
+)
 from statrecon.engines.solvers.modp import PRIMES
 
 P = PRIMES[0]
-Vec = dict[int, int]  # coordinate -> non-zero residue mod P
-
-
-def _inv(a: int) -> int:
-    return pow(a, P - 2, P)
-
-
-def _axpy(target: Vec, scale: int, source: Vec) -> list[int]:
-    """target += scale * source (mod P), in place. Returns the coordinates whose support
-    changed: c where target gained an entry, ~c (negative) where it lost one, for the
-    callers' inverse indices."""
-    changed = []
-    for c, v in source.items():
-        w = (target.get(c, 0) + scale * v) % P
-        if w:
-            if c not in target:
-                changed.append(c)
-            target[c] = w
-        elif c in target:
-            del target[c]
-            changed.append(~c)
-    return changed
-
-
-class _Nullspace:
-    """Sparse elimination of the equations modulo P: ``expr[c]`` writes a pivot cell as a
-    combination of the free cells; ``occurs[f]``: the pivot cells whose expression uses f."""
-
-    def __init__(self, priority: Sequence[tuple[int, ...]]) -> None:
-        self.priority = priority
-        self.expr: dict[int, Vec] = {}
-        self.occurs: dict[int, set[int]] = defaultdict(set)
-
-    def add_row(self, row: Vec) -> None:
-        acc: Vec = {}
-        for c, a in row.items():
-            if c in self.expr:
-                _axpy(acc, a, self.expr[c])
-            else:
-                acc[c] = (acc.get(c, 0) + a) % P
-                if not acc[c]:
-                    del acc[c]
-        if not acc:
-            return  # a redundant equation
-        q = max(acc, key=lambda c: self.priority[c])
-        f = (-_inv(acc.pop(q))) % P
-        new = {c: a * f % P for c, a in acc.items()}
-        for p in self.occurs.pop(q, set()):
-            e = self.expr[p]
-            coef = e.pop(q)
-            for c in _axpy(e, coef, new):
-                if c >= 0:
-                    self.occurs[c].add(p)
-                else:
-                    self.occurs[~c].discard(p)
-        self.expr[q] = new
-        for c in new:
-            self.occurs[c].add(q)
 
 
 def null_coordinates(matrix: sp.csr_matrix) -> list[Vec]:
@@ -108,10 +57,14 @@ def null_coordinates(matrix: sp.csr_matrix) -> list[Vec]:
     # equations of the lowest totals first: fewer expressions to rewrite later
     order = sorted(range(k), key=lambda i: (min((int(parentness[c]) for c in heads[i]),
                                                 default=0), i))
-    ns = _Nullspace(priority)
+    # the null space: each pivot cell is minus its basis row's rest over the free cells
+    ns = SparseBasis(P)
     for i in order:
-        ns.add_row(rows[i])
-    return [dict(ns.expr[c]) if c in ns.expr else {c: 1} for c in range(n)]
+        r = ns.reduce(rows[i])
+        if r:  # else a redundant equation
+            ns.add(r, max(r, key=priority.__getitem__))
+    return [{f: P - a for f, a in ns.rows[c].items()} if c in ns.rows else {c: 1}
+            for c in range(n)]
 
 
 Key = tuple[int, int] | frozenset[tuple[int, int]]
@@ -141,23 +94,22 @@ def _key(v: Vec, prints: tuple[int, int, int]) -> Key:
     when the first print is 0, v scaled so that its first entry is 1."""
     a, b, c = prints
     if a:
-        f = _inv(a)
+        f = pow(a, -1, P)
         return b * f % P, c * f % P
-    f = _inv(v[min(v)])
+    f = pow(v[min(v)], -1, P)
     return frozenset((k, x * f % P) for k, x in v.items())
 
 
 class _Basis:
-    """The published span in reduced echelon form (``rows[q]`` has a 1 at its pivot q and 0
-    at every other pivot), and the residuals of the primary cells modulo it."""
+    """The published span (a reduced basis modulo P, pivot: the lowest coordinate), and the
+    residuals of the primary cells modulo it."""
 
     def __init__(self, primaries: dict[int, Vec], prints: _Prints) -> None:
         self.p = prints
-        self.rows: dict[int, Vec] = {}
-        self.holders: dict[int, set[int]] = defaultdict(set)  # coordinate -> basis pivots
+        self.span = SparseBasis(P)
         self.res = {i: dict(v) for i, v in primaries.items()}
         self.res_prints = {i: prints.of(v) for i, v in self.res.items()}
-        self.res_holders: dict[int, set[int]] = defaultdict(set)
+        self.res_holders: defaultdict[int, set[int]] = defaultdict(set)
         self.by_key: dict[Key, set[int]] = defaultdict(set)
         self.key_of: dict[int, Key] = {}  # each residual's key
         self.revealed: set[int] = set()
@@ -171,31 +123,26 @@ class _Basis:
                 self.revealed.add(i)
 
     def reduce(self, v: Vec) -> Vec:
-        r = dict(v)
-        for c, a in v.items():
-            if c in self.rows:
-                _axpy(r, -a, self.rows[c])
-        return r
+        return self.span.reduce(v)
 
     def reveals(self, r: Vec) -> bool:
         """Publishing a cell of residual r would determine some primary cell."""
         return bool(r) and bool(self.by_key.get(_key(r, self.p.of(r))))
 
     def publish(self, r: Vec) -> None:
+        """Adds the residual r (consumed) to the published span."""
         if not r:
             return
         q = min(r)
-        f = _inv(r[q])
-        r = {c: a * f % P for c, a in r.items()}
-        for p in list(self.holders.pop(q, set())):
-            row = self.rows[p]
-            self._update(row, -row[q], p, r, self.holders)
-        rp = self.p.of(r)
+        new = self.span.add(r, q)
+        w0, w1, w2 = self.p.w
+        a, b, c = self.p.of(new)  # the prints of the new row: its rest and 1 at q
+        rp = ((a + w0[q]) % P, (b + w1[q]) % P, (c + w2[q]) % P)
         for i in list(self.res_holders.pop(q, set())):
             old = self.res[i]
             self.by_key[self.key_of.pop(i)].discard(i)
-            s = -old[q]
-            self._update(old, s, i, r, self.res_holders)
+            s = -old.pop(q)
+            reindex(axpy_support(old, s, new, P), i, self.res_holders)
             a, b, c = self.res_prints[i]
             self.res_prints[i] = ((a + s * rp[0]) % P, (b + s * rp[1]) % P, (c + s * rp[2]) % P)
             if old:
@@ -203,19 +150,6 @@ class _Basis:
                 self.by_key[self.key_of[i]].add(i)
             else:
                 self.revealed.add(i)
-        self.rows[q] = r
-        for c in r:
-            if c != q:
-                self.holders[c].add(q)
-
-    @staticmethod
-    def _update(target: Vec, scale: int, owner: int, r: Vec,
-                index: dict[int, set[int]]) -> None:
-        for c in _axpy(target, scale, r):
-            if c >= 0:
-                index[c].add(owner)
-            else:
-                index[~c].discard(owner)
 
 
 def gauss_pattern(matrix: sp.csr_matrix, primaries: Sequence[int], fixed: Sequence[int],
@@ -236,7 +170,7 @@ def gauss_pattern(matrix: sp.csr_matrix, primaries: Sequence[int], fixed: Sequen
     for k, cells in enumerate(sums):
         summed: Vec = {}
         for j in cells:
-            _axpy(summed, 1, X[j])
+            axpy(summed, 1, X[j], P)
         guarded[len(X) + k] = summed
     basis = _Basis(guarded, _Prints(len(X)))
     for j in fixed:

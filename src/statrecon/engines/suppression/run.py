@@ -20,6 +20,7 @@ from statrecon.engines.intervals.reach import Reached, protected_audit, reach
 from statrecon.engines.solvers.cpsat import Deadline
 from statrecon.engines.suppression.cuts import AuditMap, Cut, Oracle
 from statrecon.engines.suppression.inner import breadth, inner_cells
+from statrecon.errors import check_choice, check_count, check_time_limit
 
 Method = Literal["fast", "exact"]
 ProtectStatus = Literal["optimal", "feasible", "unknown", "infeasible"]
@@ -36,7 +37,9 @@ class ProtectOptions:
     ``audit_map``: how the cells of one pattern are audited (default: in turn; the runs
     layer may pass a pool or Dask map, see ``cuts.AuditMap``).
     ``prune``: the fast method then publishes again the secondary cells its witnesses
-    show are not needed (:mod:`.prune`)."""
+    show are not needed (:mod:`.prune`). Like every ``*Options``: the field's default
+    (``ProtectOptions.time_limit``) is the engine's; a value out of range (a method not in
+    ``METHODS``) raises ``OptionError`` when the options are made."""
 
     method: Method = "fast"
     time_limit: float | None = 60.0
@@ -44,6 +47,11 @@ class ProtectOptions:
     workers: int = 2
     audit_map: AuditMap | None = None
     prune: bool = True
+
+    def __post_init__(self) -> None:
+        check_choice(self, "method", METHODS)
+        check_time_limit(self)
+        check_count(self, "workers")
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from statrecon.engines.intervals.exact import DENOMINATORS, Side
-from statrecon.engines.intervals.exact import _rational as rational
+from statrecon.engines.intervals.exact import DENOMINATORS, Side, near_fraction
 from statrecon.engines.intervals.problem import Prepared
 from statrecon.engines.solvers.cpsat import Deadline
 
@@ -66,7 +65,7 @@ def _screen_cell(prep: Prepared, j: int, deadline: Deadline) -> Screened:
 def simple_fractions(y: np.ndarray) -> list[tuple[int, Fraction]]:
     """(k, simple fraction near y[k]) for the entries that are not ~0: integers when y[k]
     is one to 1e-12, else the nearest fraction with a denominator up to 10**6 (as
-    ``exact._rational``, without its cost on the many zeros and integers of a table)."""
+    ``exact.near_fraction``, without its cost on the many zeros and integers of a table)."""
     nz = np.flatnonzero(np.isfinite(y) & (np.abs(y) > 0))
     v = y[nz]
     r = np.rint(v)
@@ -74,7 +73,7 @@ def simple_fractions(y: np.ndarray) -> list[tuple[int, Fraction]]:
     out = []
     for k, value, whole, is_int in zip(nz.tolist(), v.tolist(), r.tolist(), near.tolist(),
                                        strict=True):
-        q = Fraction(int(whole)) if is_int else rational(value, DENOMINATORS[-1])
+        q = Fraction(int(whole)) if is_int else near_fraction(value, DENOMINATORS[-1])
         if q:
             out.append((k, q))
     return out
