@@ -165,7 +165,7 @@ def test_a_function_local_import_says_why() -> None:
 def test_the_result_and_option_types_are_exported_from_the_top() -> None:
     import statrecon
     from statrecon.engines.census import TractResult
-    from statrecon.engines.claims.model import ClaimsOptions
+    from statrecon.engines.claims.options import ClaimsOptions
     from statrecon.engines.linear import LinearOptions, LinearResult
 
     assert {"reconstruct", "ExactOptions", "LinearOptions", "LinearResult", "CensusOptions",

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from statrecon.api import reconstruct
     from statrecon.engines.census import BlockResult, CensusOptions, TractResult
-    from statrecon.engines.claims.model import BlockClaims, ClaimsOptions
+    from statrecon.engines.claims.model import BlockClaims
+    from statrecon.engines.claims.options import ClaimsOptions
     from statrecon.engines.exact import ExactOptions
     from statrecon.engines.linear import LinearOptions, LinearResult
     from statrecon.errors import ReleaseError, StatreconError
@@ -26,7 +27,7 @@ _WHERE = {
     "CensusOptions": "statrecon.engines.census",
     "TractResult": "statrecon.engines.census",
     "BlockResult": "statrecon.engines.census",
-    "ClaimsOptions": "statrecon.engines.claims.model",
+    "ClaimsOptions": "statrecon.engines.claims.options",
     "BlockClaims": "statrecon.engines.claims.model",
     "ReleaseError": "statrecon.errors",
     "StatreconError": "statrecon.errors",

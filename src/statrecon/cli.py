@@ -6,7 +6,6 @@ Exit codes: 0 ok, 1 user error, 2 infeasible release, 3 unknown (time limit).
 from __future__ import annotations
 
 import json
-import math
 import sys
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
@@ -105,14 +104,14 @@ def reconstruct(
 
     from statrecon.api import prepare_solver
     from statrecon.api import reconstruct as run
-    from statrecon.engines.exact import DEFAULT_TIME_LIMIT, ExactOptions
+    from statrecon.commands.options import time_limit_option
+    from statrecon.engines.exact import ExactOptions
     from statrecon.engines.linear import LinearOptions, LinearResult
     from statrecon.release.files import load_release
 
     mode = _noise_mode(noise_mode, noise_as_bounds, method)
-    unbounded = time_limit is not None and math.isinf(time_limit)
-    linear = LinearOptions(time_limit=None if unbounded else time_limit or 60.0, seed=seed,
-                           max_cells=max_matrix_cells)
+    linear = LinearOptions(time_limit=time_limit_option(time_limit, LinearOptions.time_limit),
+                           seed=seed, max_cells=max_matrix_cells)
     prepare_solver(method, linear)  # the solver's worker starts while the release is read
     rel = load_release(release)
     pair = None
@@ -122,7 +121,7 @@ def reconstruct(
             raise StatreconError(f"--bounds {bounds!r}: expected 'lower,upper'")
         pair = (parts[0], parts[1])
     options = ExactOptions(limit=limit,
-                           time_limit=None if unbounded else time_limit or DEFAULT_TIME_LIMIT,
+                           time_limit=time_limit_option(time_limit, ExactOptions.time_limit),
                            keep_solutions=None if all_ else (1 if as_json else 10),
                            symmetry_breaking=symmetry_breaking, max_model_size=max_model_size,
                            noise_mode=mode, noise_k=noise_as_bounds)
@@ -179,6 +178,7 @@ def tabulate(
     from statrecon.outputs import check_writable
     from statrecon.release.files import load_release, write_filled_release
     from statrecon.release.model import SuppressionRule
+    from statrecon.release.statistic import Suppressed
     from statrecon.release.tabulate import load_microdata
     from statrecon.release.tabulate import tabulate as run
 
@@ -195,7 +195,7 @@ def tabulate(
         write_filled_release(release, out, answers, rule)
     except OSError as e:
         raise StatreconError(f"{out}: cannot write: {e.strerror}") from None
-    suppressed = sum(1 for a in answers.values() if type(a).__name__ == "Suppressed")
+    suppressed = sum(1 for a in answers.values() if isinstance(a, Suppressed))
     if as_json:
         print(json.dumps({"out": str(out), "statistics": len(answers),
                           "suppressed": suppressed}))
@@ -237,7 +237,6 @@ def _register_subcommands() -> None:
     from statrecon.commands.audit_stream import audit_stream
     from statrecon.commands.census import census_app
     from statrecon.commands.claims import claims_app
-    from statrecon.commands.claims_run import register as register_claims
     from statrecon.commands.experiment import experiment_app
     from statrecon.commands.tables import tables_app
 
@@ -245,7 +244,6 @@ def _register_subcommands() -> None:
     app.add_typer(tables_app, name="tables")
     app.add_typer(experiment_app, name="experiment")
     app.add_typer(census_app, name="census")
-    register_claims(claims_app)
     app.add_typer(claims_app, name="claims")
 
 

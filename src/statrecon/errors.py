@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from numbers import Integral, Real
+
 
 class StatreconError(Exception):
     """A mistake in the user's input (release file, SQL, microdata, options).
@@ -36,3 +39,65 @@ class TimeLimitReached(Exception):
     """The whole command ran past its ``--time-limit`` (plus a short grace) in work that does
     not watch a deadline itself (reading, building, sorting): the answer is unknown, never a
     proof. The CLI exits with code 3. Raised asynchronously by ``interrupt.hard_limit``."""
+
+
+class OptionError(StatreconError, ValueError):
+    """An ``*Options`` dataclass given a value outside its range (a negative time limit, no
+    datasets to generate, a method its registry lacks), raised by its ``__post_init__``.
+    ``option`` names the field as data, ``"ClaimsOptions.k_solutions"``; the message is one
+    line that names it too. A ValueError as well, as Python's own bad arguments are."""
+
+    def __init__(self, message: str, *, option: str) -> None:
+        super().__init__(message)
+        self.option = option
+
+
+def _bad(options: object, name: str, rule: str) -> OptionError:
+    option = f"{type(options).__name__}.{name}"
+    return OptionError(f"{option} = {getattr(options, name)!r}: {rule}", option=option)
+
+
+def check_option(options: object, name: str, ok: bool, rule: str) -> None:
+    """The one shape of an ``*Options`` check: ``OptionError`` naming the field and ``rule``
+    (what it must be) unless ``ok``."""
+    if not ok:
+        raise _bad(options, name, rule)
+
+
+def check_time_limit(options: object, name: str = "time_limit") -> None:
+    """Seconds: None (no limit) or a number >= 0 (0 gives up at once: everything unknown);
+    never NaN or negative. Every ``*Options`` reads its time limits through this."""
+    value = getattr(options, name)
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, Real) or not float(value) >= 0:
+        raise _bad(options, name, "must be None (no limit) or seconds >= 0")
+
+
+def check_count(options: object, name: str, least: int = 1, *, optional: bool = False
+                ) -> None:
+    """A whole number >= ``least`` (``optional``: None allowed too)."""
+    value = getattr(options, name)
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, Integral) or int(value) < least:
+        raise _bad(options, name, f"must be a whole number >= {least}"
+                                  + (" or None" if optional else ""))
+
+
+def check_positive(options: object, name: str, *, optional: bool = False) -> None:
+    """A finite number > 0 (``optional``: None allowed too)."""
+    value = getattr(options, name)
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, Real) \
+            or not 0 < float(value) < float("inf"):
+        raise _bad(options, name, "must be a finite number > 0" + (" or None" if optional
+                                                                   else ""))
+
+
+def check_choice(options: object, name: str, allowed: Iterable[str]) -> None:
+    """One of ``allowed`` (a registry's names)."""
+    names = list(allowed)
+    if getattr(options, name) not in names:
+        raise _bad(options, name, f"choose from {', '.join(names)}")

@@ -22,7 +22,7 @@ def test_the_cli_applies_the_default_without_a_flag(run_cli: CliRunner,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """With the default shrunk to a millisecond, the Figure 1 block (0.1 s of search) stops
     at the default and says unknown, exit 3; --time-limit inf lifts it."""
-    monkeypatch.setattr(exact, "DEFAULT_TIME_LIMIT", 0.001)
+    monkeypatch.setattr(ExactOptions, "time_limit", 0.001)  # the engine's default, as read
     code, out, _ = run_cli("reconstruct", EXAMPLES / "block.yaml")
     assert code == EXIT_UNKNOWN and "UNIQUE" not in out
     code, out, _ = run_cli("reconstruct", EXAMPLES / "block.yaml", "--time-limit", "inf")
@@ -84,9 +84,9 @@ def test_census_and_claims_runs_have_a_default_per_unit_time_limit() -> None:
     """No tract or block searches unbounded unless asked: no flag keeps the default (600 s a
     tract, 300 s a block), 'inf' lifts it, a number sets it."""
     from statrecon.commands.census import census_options
-    from statrecon.commands.claims_run import _options
+    from statrecon.commands.claims import _options
     from statrecon.engines.census import DEFAULT_TRACT_TIME_LIMIT
-    from statrecon.engines.claims.model import DEFAULT_BLOCK_TIME_LIMIT
+    from statrecon.engines.claims.options import DEFAULT_BLOCK_TIME_LIMIT
 
     assert census_options(None, True).time_limit == DEFAULT_TRACT_TIME_LIMIT == 600.0
     assert census_options(float("inf"), True).time_limit is None

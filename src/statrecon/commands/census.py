@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import os
 import sys
 import time
@@ -12,8 +11,8 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
+from statrecon.commands.options import time_limit_option
 from statrecon.commands.progress import activity, run_bar
 from statrecon.errors import InconsistentReleaseError, StatreconError
 from statrecon.exitcodes import EXIT_UNKNOWN
@@ -116,9 +115,7 @@ def census_options(time_limit: float | None, certify: bool, rank: int = 0) -> An
     """``--time-limit``: None keeps the engine's default per tract, ``inf`` lifts it."""
     from statrecon.engines.census import CensusOptions
 
-    if time_limit is None:
-        return CensusOptions(certify=certify, samples=rank)
-    return CensusOptions(time_limit=None if math.isinf(time_limit) else time_limit,
+    return CensusOptions(time_limit=time_limit_option(time_limit, CensusOptions.time_limit),
                          certify=certify, samples=rank)
 
 
@@ -151,7 +148,6 @@ def reconstruct(
 
     check_writable(out, "--out", inputs_given=(("release", release),))
     rel = read_release(release)
-    _check_model_sizes(rel)
     n_workers = workers or os.cpu_count() or 1
     options = census_options(time_limit, certify, rank)
     err = Console(stderr=True)
@@ -179,30 +175,6 @@ def reconstruct(
         raise typer.Exit(EXIT_UNKNOWN)
 
 
-def _check_model_sizes(rel: Any) -> None:
-    """Refuse, before solving anything, a tract whose model or population would not fit.
-
-    Bounds each tract's persons (they are listed one by one in the output) and the size of its
-    CP-SAT model, estimated from the published zeros without building it.
-    """
-    from statrecon.census.persons.release import MAX_VALUE
-    from statrecon.engines.census import MAX_TRACT_VARIABLES, CellMatrices, model_variables
-
-    mats = CellMatrices.build(rel.cells)
-    for tables in rel.tract_tables():
-        if tables.persons > MAX_VALUE["tract"]:
-            raise StatreconError(f"{rel.path}: tract {tables.tract}: its blocks hold "
-                                 f"{tables.persons:,} persons, more than a census tract holds "
-                                 f"(at most {MAX_VALUE['tract']:,})")
-        if rel.noise is not None and rel.noise.noisy:
-            continue  # the top-down model's size does not depend on the zeros (no pruning)
-        n = model_variables(tables, mats)
-        if n > MAX_TRACT_VARIABLES:
-            raise StatreconError(f"{rel.path}: tract {tables.tract}: the model would have "
-                                 f"{n:,} variables (at most {MAX_TRACT_VARIABLES:,}); publish "
-                                 "more tables (their zeros prune it) or split the tract")
-
-
 @census_app.command()
 def certain(
     release: Annotated[Path, typer.Argument(help="Noisy release from `census tabulate "
@@ -210,9 +182,10 @@ def certain(
     out: Annotated[Path, typer.Option(help="Certain persons to write (Parquet).")],
     delta: Annotated[float, typer.Option(help="Failure probability: every claim holds "
                                          "together with probability >= 1 - delta.")] = 0.05,
-    time_limit: Annotated[float, typer.Option(
+    time_limit: Annotated[float | None, typer.Option(
         min=0.001, help="Seconds for the noise bounds, then solver seconds per block; past "
-                        "it the block (every block, for the bounds) is 'unknown'.")] = 10.0,
+                        "it the block (every block, for the bounds) is 'unknown'. Default 10; "
+                        "'inf' for none.")] = None,
     workers: Annotated[int, typer.Option(min=0, help="Local worker processes; 0 = all "
                                          "cores.")] = 0,
     executor: Annotated[str | None, typer.Option(help="dask://HOST:PORT to run on a Dask "
@@ -223,14 +196,15 @@ def certain(
     """Persons present in every dataset whose tables lie within the noise bounds: certain
     with probability >= 1 - delta over the mechanism. A rerun resumes (tract by tract)."""
     from statrecon.census.persons.release import read_release
-    from statrecon.runs.census_certain import certain_release
+    from statrecon.runs.census_certain import DEFAULT_TIME_LIMIT, certain_release
 
     if not 0 < delta < 1:
         raise StatreconError(f"--delta must lie in (0, 1), got {delta}")
     check_writable(out, "--out", inputs_given=(("release", release),))
     rel = read_release(release)
     with run_bar("tracts", "persons", quiet=quiet) as progress:
-        summary = certain_release(rel, out, delta, time_limit, progress,
+        summary = certain_release(rel, out, delta,
+                                  time_limit_option(time_limit, DEFAULT_TIME_LIMIT), progress,
                                   workers=workers or os.cpu_count() or 1, executor=executor)
     data = {"blocks": summary.blocks, "certain_within_noise": summary.persons,
             "delta": delta, "statuses": summary.statuses,
@@ -300,22 +274,9 @@ def compare(
     if as_json:
         sys.stdout.write(json.dumps(result) + "\n")
         return
-    table = Table(title=f"{recon} against {truth}")
-    table.add_column("measure")
-    table.add_column("value", justify="right")
-    for key, value in result.items():
-        if value is None or isinstance(value, dict | list):
-            continue
-        table.add_row(key, f"{value:.4f}" if isinstance(value, float) else f"{value:,}")
-    output_console().print(table)
-    for extra in _score_tables(result):
-        output_console().print(extra)
-    if result["truth_blocks_left_out"]:
-        output_console().print(f"Left out: {result['truth_blocks_left_out']:,} blocks "
-                        f"({result['truth_persons_left_out']:,} persons) in "
-                        f"{result['truth_tracts_left_out']:,} tracts of {truth} that {recon} "
-                        "does not cover; the rates are over the common tracts only "
-                        "(--strict refuses)", highlight=False, soft_wrap=True)
+    from statrecon.report.census_text import render_compare
+
+    render_compare(result, recon, truth, output_console())
 
 
 @census_app.command()
@@ -342,44 +303,3 @@ def report(
         return
     Console(stderr=True).print(f"wrote {out}")
 
-
-def _score_tables(result: dict[str, Any]) -> list[Table]:
-    """The reconstruction's measures beside each baseline's, and agreement by block size."""
-    from statrecon.report.census import SCORE_ROWS
-
-    guesses = {"reconstruction": result["scores"], **result["baselines"]}
-    table = Table(title="The reconstruction beside the baselines (they know only what the "
-                  "release publishes; microdata: the persons file given with --microdata)")
-    table.add_column("measure")
-    for name in guesses:
-        table.add_column(name.replace("_", " "), justify="right")
-    for label, key in SCORE_ROWS:
-        table.add_row(label, *(_shown(g[key]) for g in guesses.values()))
-    sizes = Table(title="Agreement by true block size (exact / binned age)")
-    sizes.add_column("persons per block")
-    sizes.add_column("blocks", justify="right")
-    for name in guesses:
-        sizes.add_column(name.replace("_", " "), justify="right")
-    rows = {name: {r["size"]: r for r in g["by_block_size"]} for name, g in guesses.items()}
-    for row in result["scores"]["by_block_size"]:
-        size = row["size"]
-        sizes.add_row(size, f"{row['blocks']:,}", *(
-            f"{rows[n][size]['agreement_exact']:.3f} / {rows[n][size]['agreement_binned']:.3f}"
-            if size in rows[n] else "–" for n in guesses))
-    out = [table, sizes]
-    if result["precision_at_k"] is not None:
-        ranked = Table(title="Precision of the top-scored")
-        ranked.add_column("top")
-        ranked.add_column("exact age", justify="right")
-        ranked.add_column("age groups", justify="right")
-        for share, value in result["precision_at_k"].items():
-            ranked.add_row(share, f"{value:.4f}",
-                           f"{result['precision_at_k_binned'][share]:.4f}")
-        out.append(ranked)
-    return out
-
-
-def _shown(value: Any) -> str:
-    if value is None:
-        return "–"
-    return f"{value:.4f}" if isinstance(value, float) else f"{value:,}"

@@ -1,8 +1,8 @@
 """``statrecon experiment ...``: the Dinur–Nissim and Diffix experiments from the command line.
 
 A thin layer over :mod:`statrecon.experiments`: parse the options, run with a Rich progress bar
-on stderr, print a Rich table (or ``--json``) on stdout, write JSON and PNG files under
-``--out``. Every user mistake is a :class:`~statrecon.errors.StatreconError`.
+on stderr, print the tables ``report/`` builds (or ``--json``) on stdout, write JSON and PNG
+files under ``--out``. Every user mistake is a :class:`~statrecon.errors.StatreconError`.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
@@ -18,8 +18,8 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
+from statrecon.commands.options import time_limit_option
 from statrecon.commands.progress import activity, step_bar
 from statrecon.engines.linear.estimators import ESTIMATORS
 from statrecon.errors import StatreconError
@@ -116,10 +116,6 @@ def _check_diffix(ids: int, primes: list[int] | None, offsets: list[float | int]
             check(values)
         except dn.ExperimentError as err:
             raise StatreconError(f"{option}: {err}") from None
-
-
-def _fmt(x: float | None, digits: int = 3) -> str:
-    return "–" if x is None else f"{x:.{digits}f}"
 
 
 # --------------------------------------------------------------------------- dinur-nissim
@@ -251,79 +247,12 @@ class _Outputs:
 def _print_dinur_nissim(phase: Any, sub: Any, timing: Any, exhaustive: Any,
                         files: list[Path]) -> None:
     """The human view: one table per part run, then the files written (on stderr)."""
-    console = output_console()
-    console.print(_phase_table(phase))
-    if sub is not None:
-        console.print(_subsampling_table(sub))
-    if timing is not None:
-        console.print(_runtime_table(timing))
-    if exhaustive is not None:
-        console.print(_exhaustive_table(exhaustive))
+    from statrecon.report.dinur_nissim import render_dinur_nissim
+
+    render_dinur_nissim(phase, sub, timing, exhaustive, output_console())
     if files:
         Console(stderr=True).print("wrote " + ", ".join(escape(str(f)) for f in files),
                                    highlight=False)
-
-
-def _phase_table(result: Any) -> Table:
-    table = Table(title=f"Dinur–Nissim: n = {result.n}, k = {result.k} random subset counts, "
-                        f"Gaussian noise (fraction of bits recovered, mean seconds)")
-    table.add_column("σ/√n", justify="right")
-    table.add_column("σ", justify="right")
-    for m in result.methods:
-        table.add_column(m, justify="right")
-    table.add_column("baseline", justify="right", style="dim")
-    for row in result.rows:
-        cells = [f"{row.sigma_in_sqrt_n:g}", f"{row.sigma:.2f}"]
-        cells += [f"{row.accuracy[m]:.3f} ({row.seconds[m]:.2f} s)" for m in result.methods]
-        cells.append(f"{row.baseline:.3f}")
-        table.add_row(*cells)
-    return table
-
-
-def _subsampling_table(result: Any) -> Table:
-    table = Table(title=f"Subsampling defence ({result.method}): n = {result.n}, k = {result.k}; "
-                        f"√(n ln k) = {result.reference_error:.1f}, baseline "
-                        f"{result.baseline:.3f}; acc in/out: on sampled/unsampled records")
-    for name in ("rate", "sampled", "acc", "acc in", "acc out", "ceiling", "mean err",
-                 "max err"):
-        table.add_column(name, justify="right")
-    for r in result.rows:
-        table.add_row(f"{r.rate:g}", f"{r.sampled_fraction:.3f}", _fmt(r.accuracy),
-                      _fmt(r.accuracy_sampled), _fmt(r.accuracy_unsampled), _fmt(r.ceiling),
-                      f"{r.mean_abs_error:.1f}", f"{r.max_abs_error:.1f}")
-    return table
-
-
-def _runtime_table(result: Any) -> Table:
-    table = Table(title=f"Run time (seconds; accuracy) at σ = {result.sigma_in_sqrt_n:g}·√n, "
-                        f"k = {result.c:g}·n")
-    table.add_column("n", justify="right")
-    table.add_column("k", justify="right")
-    for m in result.methods:
-        table.add_column(m, justify="right")
-    for row in result.rows:
-        table.add_row(str(row["n"]), str(row["k"]), *(
-            f"{row['seconds'][m]:.2f} s; {row['accuracy'][m]:.3f}" for m in result.methods))
-    return table
-
-
-def _exhaustive_table(result: Any) -> Table:
-    table = Table(title=f"All 2^{result.n} = {result.queries} subset counts, errors within "
-                        f"±αn = {result.error_bound:g} ({result.noise})")
-    table.add_column("", style="bold")
-    table.add_column("value", justify="right")
-    rows: Sequence[tuple[str, str]] = [
-        ("wrong bits (attack output)", str(result.wrong_bits)),
-        ("worst wrong bits, any consistent candidate", str(result.worst_consistent_wrong_bits)),
-        ("Theorem 2.4 bound 4αn", f"{result.bound:g}"),
-        ("bound holds", "yes" if result.bound_holds else "NO"),
-        ("consistent candidates", str(result.consistent)),
-        ("tied minimisers", str(result.minimisers)),
-        ("seconds", f"{result.seconds:.2f}"),
-    ]
-    for key, value in rows:
-        table.add_row(key, value)
-    return table
 
 
 # --------------------------------------------------------------------------- diffix
@@ -344,12 +273,14 @@ def diffix(
         = "lp-l1",
     seed: Annotated[int, typer.Option(
         min=0, help="Seed of the secret and the sticky noise.")] = 0,
-    time_limit: Annotated[float | None, typer.Option(help="Seconds for the solve.")] = 60.0,
+    time_limit: Annotated[float | None, typer.Option(
+        help="Seconds for the solve (default 60; 'inf' for none).")] = None,
     out: Annotated[Path | None, typer.Option(help="Directory for diffix.json.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress on stderr.")] = False,
 ) -> None:
     """The Cohen–Nissim attack on a Diffix-like interface, decoded from the SQL via DuckDB."""
+    from statrecon.engines.linear import LinearOptions
     from statrecon.experiments import dinur_nissim as dn
 
     p = _integers("--primes", primes) if primes is not None else None
@@ -360,8 +291,9 @@ def diffix(
         raise StatreconError(f"--time-limit {time_limit}: must be > 0")
     _check_diffix(ids, p, o, e)
     directory = _prepare_out(out)
+    limit = time_limit_option(time_limit, LinearOptions.time_limit)
     with activity("Querying the Diffix-like interface and decoding…", quiet=quiet):
-        result = dn.diffix_attack(ids, p, o, e, base_sigma, seed, method, time_limit)
+        result = dn.diffix_attack(ids, p, o, e, base_sigma, seed, method, limit)
     data = result.to_json()
     files: list[Path] = []
     if directory is not None:
@@ -370,24 +302,9 @@ def diffix(
     if as_json:
         sys.stdout.write(json.dumps(data) + "\n")
         return
-    table = Table(title=f"Cohen–Nissim attack on a Diffix-like interface ({result.method})")
-    table.add_column("", style="bold")
-    table.add_column("value", justify="right")
-    for key, value in [
-        ("records (public ids)", str(result.n_ids)),
-        ("queries (primes × offsets × exponents)", str(result.n_queries)),
-        ("noise std per answer", f"{result.noise_std:.3f}"),
-        ("accuracy", f"{result.accuracy:.3f}"),
-        ("baseline (majority guess)", f"{result.baseline:.3f}"),
-        ("matrix from SQL (DuckDB) = generator's", "yes" if result.matrix_matches_generator
-         else "NO"),
-        ("seconds: compile / solve", f"{result.compile_s:.2f} / {result.solve_s:.2f}"),
-    ]:
-        table.add_row(key, value)
-    console = output_console()
-    console.print(table)
-    console.print(f"example query: {escape(result.example_sql)}", highlight=False,
-                  soft_wrap=True)
+    from statrecon.report.dinur_nissim import render_diffix
+
+    render_diffix(result, output_console())
     if files:
         Console(stderr=True).print("wrote " + ", ".join(escape(str(f)) for f in files),
                                    highlight=False)
@@ -440,7 +357,7 @@ def dp_census(
         raise StatreconError(f"{source}: no such file" + (
             "" if truth else " (run from the repository root, or give --truth FILE)"))
     folder = check_writable_folder(out, "--out")
-    limit = 600.0 if time_limit is None else (None if math.isinf(time_limit) else time_limit)
+    limit = time_limit_option(time_limit, dp.DpCensusOptions.time_limit)
     options = dp.DpCensusOptions(rhos=rhos, seed=seed, rank=rank, delta=delta,
                                  certify=certify, workers=workers or os.cpu_count() or 1,
                                  executor=executor, time_limit=limit)
@@ -452,15 +369,8 @@ def dp_census(
     if as_json:
         sys.stdout.write(json.dumps({"rows": rows, "files": files}) + "\n")
         return
-    table = Table(title=f"DP census experiment ({source.name}, seed {seed}, K = {rank})")
-    for column in ("rho", "agreement exact", "binned", "block majority binned", "top 10%",
-                   "certain (not in truth)"):
-        table.add_column(column, justify="right")
-    for r in rows:
-        certain = r["certain_within_noise"]
-        table.add_row(r["rho"], _fmt(r["agreement_exact"]), _fmt(r["agreement_binned"]),
-                      _fmt(r["block_majority_binned"]), _fmt(r["precision_at_10pct"]),
-                      "–" if certain is None else
-                      f"{certain:,} ({r['certain_within_noise_not_in_truth']:,})")
-    output_console().print(table)
+    from statrecon.report.dp_census import summary_table
+
+    output_console().print(summary_table(rows, f"DP census experiment ({source.name}, seed "
+                                               f"{seed}, K = {rank})"))
     output_console().print("wrote " + ", ".join(escape(f) for f in files), highlight=False)

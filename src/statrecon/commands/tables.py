@@ -33,6 +33,11 @@ Source = Annotated[Path, typer.Argument(
          "one row per cell (--dimensions, --value, --status), or microdata (--microdata).")]
 Rda = Annotated[Path | None, typer.Option(help="tau-Argus metadata of a .tab (default: the "
                                           ".rda beside it).")]
+ManualMargin = Annotated[float | None, typer.Option(
+    "--manual-margin", min=0.0, max=99.999,
+    help="tau-Argus input: the manual safety margin in percent (tau-Argus's MAN(x)): the "
+         "protection level of a primary cell whose file gives none (default: the batch "
+         "file's <SAFETYRULE> MAN, else 20).")]
 Recompute = Annotated[bool | None, typer.Option(
     "--recompute-totals/--check-totals",
     help="tau-Argus input: recompute totals from the cells below them, as tau-Argus's "
@@ -83,11 +88,15 @@ AsJson = Annotated[bool, typer.Option("--json", help="Machine-readable output.")
 def _inputs(source: Path, rda: Path | None, recompute: bool | None, dimensions: str | None,
             value: str | None, status: str | None, frequency: str | None, microdata: bool,
             max_n: int | None, p_percent: float | None, nk: str | None, protect_zeros: bool,
-            protection: float, spec: Path | None = None, sliding: float = 0.0) -> Any:
+            protection: float, spec: Path | None = None, sliding: float = 0.0,
+            manual_margin: float | None = None) -> Any:
     """The options that name the tables, as the library's :class:`tables.TableSource`."""
+    from fractions import Fraction
+
     from statrecon.tables import MicrodataRules, TableSource, parse_nk
 
-    return TableSource(source, rda=rda, recompute=recompute,
+    margin = None if manual_margin is None else Fraction(str(manual_margin)) / 100
+    return TableSource(source, rda=rda, recompute=recompute, manual_margin=margin,
                        dimensions=tuple(d.strip() for d in (dimensions or "").split(",")
                                         if d.strip()),
                        value=value, status=status, frequency=frequency, microdata=microdata,
@@ -118,6 +127,7 @@ def audit(
     protect_zeros: ProtectZeros = False,
     protection: ProtectionLevel = 0.0,
     sliding_protection: SlidingLevel = 0.0,
+    manual_margin: ManualMargin = None,
     spec: SpecOption = None,
     integer: Annotated[bool, typer.Option(help="Also the integer interval (CP-SAT), "
                                           "proven.")] = True,
@@ -138,10 +148,9 @@ def audit(
     """Prove, for every suppressed cell, the interval an attacker can derive (LP and over
     whole units) and whether it protects the cell. Exit 0: all protected; 4: some disclosed or
     under-protected; 3: some unknown within the time limit."""
-    import math
-
+    from statrecon.commands.options import time_limit_option
     from statrecon.commands.progress import run_bar
-    from statrecon.engines.intervals import DEFAULT_TIME_LIMIT, AuditOptions
+    from statrecon.engines.intervals import AuditOptions
     from statrecon.interrupt import hard_limit
     from statrecon.outputs import check_writable, write_atomically
     from statrecon.report import output_console
@@ -150,12 +159,11 @@ def audit(
     from statrecon.tables import load
 
     _check_apriori(apriori)
-    limit = None if time_limit is not None and math.isinf(time_limit) else (
-        time_limit or DEFAULT_TIME_LIMIT)
+    limit = time_limit_option(time_limit, AuditOptions.time_limit)
     with hard_limit(backstop(limit), "reading and auditing the tables"):
         named = _inputs(source, rda, recompute_totals, dimensions, value, status, frequency,
                         microdata, max_n, p_percent, nk, protect_zeros, protection, spec,
-                        sliding_protection)
+                        sliding_protection, manual_margin)
         tables = load(named)
         if html is not None:  # once the inputs are read: never one of them, nor one they name
             check_writable(html, "--html", inputs_given=named.files())
@@ -186,14 +194,27 @@ def backstop(limit: float | None) -> float | None:
 
 def _check_protect_out(out: Path, tables: Any, named: Any) -> None:
     """``--out`` once the inputs are read: never one of them, nor a file they name (a .tab
-    also writes its .rda), and a format that can hold the tables."""
+    also writes its .rda; an .arb a .tab and .rda per table), and a format that can hold
+    the tables."""
     from statrecon.outputs import check_writable
+    from statrecon.report import tables as report
 
-    for path in (out, out.with_suffix(".rda")) if out.suffix.lower() == ".tab" else (out,):
+    suffix = out.suffix.lower()
+    paths = [out]
+    if suffix == ".tab":
+        paths.append(out.with_suffix(".rda"))
+    elif suffix == ".arb":
+        for table in tables.tables:
+            tab = out.with_name(f"{out.stem}_{table.name}.tab")
+            paths += [tab, tab.with_suffix(".rda")]
+    else:  # a publication and its working file
+        paths.append(report.working_path(out))
+    for path in paths:
         check_writable(path, "--out", inputs_given=named.files())
-    if out.suffix.lower() == ".tab" and len(tables.tables) != 1:
-        raise StatreconError(f"--out {out}: linked tables are written as .csv or .parquet")
-    if out.suffix.lower() == ".tab" and any(c.sliding for c in tables.cells()):
+    if suffix == ".tab" and len(tables.tables) != 1:
+        raise StatreconError(f"--out {out}: linked tables go back to tau-Argus as a batch file "
+                             "with a .tab per table: write .arb (or .csv, .parquet)")
+    if suffix in (".tab", ".arb") and any(c.sliding for c in tables.cells()):
         raise StatreconError(f"--out {out}: a tau-Argus .tab has no sliding protection "
                              "levels; write .csv or .parquet")
 
@@ -202,8 +223,9 @@ def _check_protect_out(out: Path, tables: Any, named: Any) -> None:
 def protect(
     source: Source,
     out: Annotated[Path, typer.Option(
-        help="The protected table: .tab (tau-Argus, with its .rda and .hrc beside it), .csv or "
-             ".parquet (one row per cell with its status).")],
+        help="The protected table: .tab (tau-Argus, with its .rda and .hrc beside it), .arb "
+             "(linked tables: a tau-Argus batch file and a .tab per table), .csv or .parquet "
+             "(one row per cell with its status).")],
     rda: Rda = None,
     recompute_totals: Recompute = None,
     dimensions: Dimensions = None,
@@ -217,6 +239,7 @@ def protect(
     protect_zeros: ProtectZeros = False,
     protection: ProtectionLevel = 0.0,
     sliding_protection: SlidingLevel = 0.0,
+    manual_margin: ManualMargin = None,
     spec: SpecOption = None,
     method: Annotated[str, typer.Option(
         help="fast (Gaussian elimination, then an audit-driven repair: large and linked "
@@ -239,8 +262,7 @@ def protect(
     """Choose secondary cells so that every primary cell is protected under the integer
     audit; every pattern is re-audited before it is written. Exit 0: written; 2: no pattern
     protects a primary cell; 3: none found within the time limit (nothing written)."""
-    import math
-
+    from statrecon.commands.options import time_limit_option
     from statrecon.commands.progress import step_bar
     from statrecon.engines.suppression import METHODS, ProtectOptions
     from statrecon.exitcodes import EXIT_INFEASIBLE
@@ -255,14 +277,14 @@ def protect(
         raise StatreconError(f"--method {method!r}: choose from {', '.join(METHODS)}")
     if cost not in COSTS:
         raise StatreconError(f"--cost {cost!r}: choose from {', '.join(COSTS)}")
-    if out.suffix.lower() not in (".tab", ".csv", ".parquet"):
-        raise StatreconError(f"--out {out}: write a .tab, .csv or .parquet file")
-    limit = None if time_limit is not None and math.isinf(time_limit) else (time_limit or 60.0)
+    if out.suffix.lower() not in (".tab", ".arb", ".csv", ".parquet"):
+        raise StatreconError(f"--out {out}: write a .tab, .arb, .csv or .parquet file")
+    limit = time_limit_option(time_limit, ProtectOptions.time_limit)
     start = time.monotonic()
     with hard_limit(backstop(limit), "reading and protecting the tables"):
         named = _inputs(source, rda, recompute_totals, dimensions, value, status, frequency,
                         microdata, max_n, p_percent, nk, protect_zeros, protection, spec,
-                        sliding_protection)
+                        sliding_protection, manual_margin)
         tables = load(named)
         _check_protect_out(out, tables, named)
         with step_bar(f"Protecting ({method})", quiet=quiet) as tell:

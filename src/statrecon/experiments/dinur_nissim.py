@@ -617,7 +617,7 @@ def diffix_attack(n_ids: int = 200, primes: Sequence[int] | None = None,
                   offsets: Sequence[float] | None = None,
                   exponents: Sequence[float] | None = None, base_sigma: float = 1.0,
                   seed: int = 0, method: str = "lp-l1",
-                  time_limit: float | None = 60.0) -> DiffixResult:
+                  time_limit: float | None = LinearOptions.time_limit) -> DiffixResult:
     """Cohen–Nissim queries against sticky noise, decoded from the published SQL alone.
 
     A public table of ids 1..n_ids; a secret ``loan_status`` that is 'C' with probability 1/2,

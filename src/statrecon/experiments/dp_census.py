@@ -29,12 +29,18 @@ from statrecon.census.persons.noise import noisy_table, plan_noise
 from statrecon.census.persons.release import read_release, write_release
 from statrecon.census.persons.tabulate import tabulate_cells
 from statrecon.db import open_connection
-from statrecon.engines.census import CensusOptions
-from statrecon.errors import StatreconError
+from statrecon.engines.census import DEFAULT_TRACT_TIME_LIMIT, CensusOptions
+from statrecon.errors import (
+    StatreconError,
+    check_count,
+    check_option,
+    check_time_limit,
+)
 from statrecon.experiments.census_match import compare
 from statrecon.outputs import write_atomically
 from statrecon.report.dp_census import markdown, plot
 from statrecon.runs.census import reconstruct_release
+from statrecon.runs.census_certain import DEFAULT_TIME_LIMIT as CERTAIN_TIME_LIMIT
 from statrecon.runs.census_certain import META_KEY as CERTAIN_KEY
 from statrecon.runs.census_certain import certain_release
 from statrecon.runs.progress import Progress
@@ -49,6 +55,10 @@ DEFAULT_RHOS = (0.1, 0.5, 1.0, 2.63, 10.0, math.inf)
 
 @dataclass(frozen=True)
 class DpCensusOptions:
+    """The experiment's settings. Its time limits, like every ``*Options``'s: seconds, None for
+    no limit, the field's default the engine's (``DpCensusOptions.time_limit``: the census
+    engine's per tract); a value out of range raises ``OptionError`` when they are made."""
+
     rhos: tuple[float, ...] = DEFAULT_RHOS
     seed: int = 0
     rank: int = 20  # K re-drawn (or random-objective) estimates per tract
@@ -56,8 +66,18 @@ class DpCensusOptions:
     certify: bool = True  # census certain on noisy releases
     workers: int = 1
     executor: str | None = None
-    time_limit: float | None = 600.0  # per tract
-    certain_time_limit: float | None = 10.0  # per block
+    time_limit: float | None = DEFAULT_TRACT_TIME_LIMIT  # per tract
+    certain_time_limit: float | None = CERTAIN_TIME_LIMIT  # bounds, then per block
+
+    def __post_init__(self) -> None:
+        check_option(self, "rhos", len(self.rhos) > 0 and all(r > 0 for r in self.rhos),
+                     "at least one rho, each > 0 (inf: no noise)")
+        check_count(self, "seed", 0)
+        check_count(self, "rank", 0)
+        check_option(self, "delta", 0 < self.delta < 1, "must lie in (0, 1)")
+        check_count(self, "workers")
+        check_time_limit(self)
+        check_time_limit(self, "certain_time_limit")
 
 
 def rho_label(rho: float) -> str:

@@ -24,6 +24,11 @@ def safe_text(text: object) -> str:
     return _UNSAFE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), s)
 
 
+def fixed(x: float | None, digits: int = 3) -> str:
+    """A measure with ``digits`` decimals, or a dash when there is none."""
+    return "–" if x is None else f"{x:.{digits}f}"
+
+
 def output_console(*, stderr: bool = False, **kwargs: Any) -> Console:
     """A Rich console for what a command prints: as wide as the terminal on a terminal, and
     never wrapped at 80 columns into a file or a pipe (an explicit COLUMNS still wins), so a

@@ -1,5 +1,5 @@
-"""The DP census experiment's figure and table: what a reconstruction recovers, how well its
-scores rank, and what stays proven, against the privacy budget rho."""
+"""The DP census experiment's figure and tables (Markdown, Rich): what a reconstruction
+recovers, how well its scores rank, and what stays proven, against the privacy budget rho."""
 
 from __future__ import annotations
 
@@ -7,7 +7,10 @@ import math
 from pathlib import Path
 from typing import Any
 
+from rich.table import Table
+
 from statrecon.outputs import write_atomically
+from statrecon.report import fixed
 from statrecon.report.figures import agg_figure
 
 INF_AT = 1e4  # where rho = inf is drawn on the log axis (labelled "inf")
@@ -84,3 +87,18 @@ def markdown(rows: list[dict[str, Any]], header: str) -> str:
                f"{certain:,} ({r['certain_within_noise_not_in_truth']:,})")
             + f" | {r['tracts_cpu_s']:.0f} | {r['certain_cpu_s']:.0f} |")
     return "\n".join(lines) + "\n"
+
+
+def summary_table(rows: list[dict[str, Any]], title: str) -> Table:
+    """The experiment's rows as a Rich table (``experiment dp-census`` without ``--json``)."""
+    table = Table(title=title)
+    for column in ("rho", "agreement exact", "binned", "block majority binned", "top 10%",
+                   "certain (not in truth)"):
+        table.add_column(column, justify="right")
+    for r in rows:
+        certain = r["certain_within_noise"]
+        table.add_row(r["rho"], fixed(r["agreement_exact"]), fixed(r["agreement_binned"]),
+                      fixed(r["block_majority_binned"]), fixed(r["precision_at_10pct"]),
+                      "–" if certain is None else
+                      f"{certain:,} ({r['certain_within_noise_not_in_truth']:,})")
+    return table

@@ -212,6 +212,8 @@ def protection_json(done: TableProtection, out: Path | None = None) -> dict[str,
         "audit": {v: verdicts.get(v, 0) for v in VERDICTS},
         "primary_cells": [c.to_json() for c in result.audit.cells],
         "rounds": result.rounds, "out": None if out is None or not done.protected else str(out),
+        "working": (str(working_path(out)) if out is not None and done.protected
+                    and out.suffix.lower() in PUBLICATIONS else None),
         "elapsed_s": round(result.elapsed_s, 6),
     }
 
@@ -237,39 +239,74 @@ def render_protection(done: TableProtection, out: Path, console: Console) -> Non
             more = f"; and {len(keys) - 5} more" if len(keys) > 5 else ""
             line += ": " + "; ".join(names) + more
         console.print(safe_text(line), style="dim")
-    if done.protected:
-        console.print(f"wrote {safe_text(out)}")
+    if done.protected and out.suffix.lower() in PUBLICATIONS:
+        console.print(f"wrote {safe_text(out)} (the publication: suppressed cells shown as "
+                      f"{SUPPRESSED_FLAG}) and {safe_text(working_path(out))} (the working "
+                      "file: true values, never to publish)")
+    elif done.protected:
+        console.print(f"wrote {safe_text(out)} (tau-Argus input: true values, a working file)")
     else:
         console.print("nothing written: no pattern that protects every primary cell was "
                       "proven", style="yellow")
 
 
-def write_protected(tables: TableSet, out: Path) -> None:
-    """The protected table(s): tau-Argus ``.tab`` (one table) or ``.arb`` (linked tables:
-    a ``.tab`` and ``.rda`` per table and the batch file that links them), or one row per
-    cell (CSV or Parquet, a ``table`` column for linked tables), written atomically."""
+SUPPRESSED_FLAG = "x"  # what a publication shows for a suppressed cell
+PUBLICATIONS = (".csv", ".parquet")  # outputs written as a publication and a working file
+
+
+def working_path(out: Path) -> Path:
+    """Where the working file of a CSV/Parquet publication goes: beside it, named as one."""
+    return out.with_name(f"{out.stem}.working{out.suffix}")
+
+
+def write_protected(tables: TableSet, out: Path) -> tuple[Path, ...]:
+    """The protected table(s), written atomically; returns the paths written.
+
+    CSV or Parquet: the *publication* ``out`` (the codes and each cell's value, a suppressed
+    cell's value replaced by ``x``: a publication never carries a suppressed cell's true
+    value) and, beside it, the *working file* ``<stem>.working<suffix>`` (every true value,
+    status, frequency, protection level and largest contribution, for the audit and the
+    publisher's records; never to be published). tau-Argus ``.tab`` (one table) or ``.arb``
+    (linked tables: a ``.tab`` and ``.rda`` per table and the batch file that links them):
+    tau-Argus's input, which is a working file too."""
     # lazy: the writers (and pandas) load only when a protected table is written
-    from statrecon.outputs import write_atomically
-    from statrecon.tables.frames import to_frame, written_numbers
+    from statrecon.outputs import atomic_outputs
     from statrecon.tables.tauargus import write_arb, write_tab
 
     if out.suffix.lower() == ".tab":
-        write_tab(tables.tables[0], out)
-        return
+        return write_tab(tables.tables[0], out)
     if out.suffix.lower() == ".arb":
-        write_arb(tables, out)
-        return
-    import pandas as pd  # lazy: as above
+        return write_arb(tables, out)
+    parquet = out.suffix.lower() == ".parquet"
+    working, published = _frames(tables, parquet)
+    paths = (out, working_path(out))
+    with atomic_outputs(*paths) as (tmp_out, tmp_working):
+        for frame, tmp in ((published, tmp_out), (working, tmp_working)):
+            if parquet:
+                frame.to_parquet(tmp, index=False)
+            else:
+                frame.to_csv(tmp, index=False)
+    return paths
+
+
+def _frames(tables: TableSet, parquet: bool) -> tuple[Any, Any]:
+    """The working frame (every column of ``to_frame``, exact numbers) and the publication
+    (codes and values, suppressed values replaced by the flag)."""
+    # lazy: pandas loads only when a protected table is written
+    import pandas as pd
+
+    from statrecon.tables.frames import to_frame, written_numbers
 
     frames = []
-    parquet = out.suffix.lower() == ".parquet"
     for table in tables.tables:
         frame = written_numbers(to_frame(table), parquet)  # exact, never a float
         if len(tables.tables) > 1:
             frame.insert(0, "table", table.name)
         frames.append(frame)
-    frame = pd.concat(frames, ignore_index=True)
-    if parquet:
-        write_atomically(out, lambda tmp: frame.to_parquet(tmp, index=False))
-    else:
-        write_atomically(out, lambda tmp: frame.to_csv(tmp, index=False))
+    working = pd.concat(frames, ignore_index=True)
+    codes = [c for c in working.columns if c in {v for t in tables.tables for v in t.variables}]
+    published = working[(["table"] if len(tables.tables) > 1 else []) + codes].copy()
+    suppressed = working["status"].isin(["primary", "secondary"])
+    published["value"] = [SUPPRESSED_FLAG if hidden else str(v)
+                          for v, hidden in zip(working["value"], suppressed, strict=True)]
+    return working, published

@@ -15,8 +15,14 @@ import numpy as np
 import pyarrow as pa
 
 from statrecon.census.persons.cells import Sf1Cell, definitions_digest
-from statrecon.census.persons.release import CensusRelease, ReleaseNoise, TractTables
-from statrecon.engines.census import CellMatrices, CensusOptions, reconstruct_tract
+from statrecon.census.persons.release import MAX_VALUE, CensusRelease, ReleaseNoise, TractTables
+from statrecon.engines.census import (
+    MAX_TRACT_VARIABLES,
+    CellMatrices,
+    CensusOptions,
+    model_variables,
+    reconstruct_tract,
+)
 from statrecon.engines.census.topdown import reconstruct_noisy
 from statrecon.errors import StatreconError
 from statrecon.runs.parallel import run_units
@@ -87,13 +93,37 @@ def require_exact(release: CensusRelease, what: str = "this command") -> None:
             "one tabulated with --dp-rho inf")
 
 
+def check_model_sizes(release: CensusRelease) -> None:
+    """Refuse, before solving anything, a tract whose model or population would not fit.
+
+    Bounds each tract's persons (they are listed one by one in the output) and the size of its
+    CP-SAT model, estimated from the published zeros without building it.
+    """
+    mats = _matrices(release.cells)
+    noisy = noise_scales(release) is not None
+    for tables in release.tract_tables():
+        if tables.persons > MAX_VALUE["tract"]:
+            raise StatreconError(f"{release.path}: tract {tables.tract}: its blocks hold "
+                                 f"{tables.persons:,} persons, more than a census tract holds "
+                                 f"(at most {MAX_VALUE['tract']:,})")
+        if noisy:
+            continue  # the top-down model's size does not depend on the zeros (no pruning)
+        n = model_variables(tables, mats)
+        if n > MAX_TRACT_VARIABLES:
+            raise StatreconError(f"{release.path}: tract {tables.tract}: the model would have "
+                                 f"{n:,} variables (at most {MAX_TRACT_VARIABLES:,}); publish "
+                                 "more tables (their zeros prune it) or split the tract")
+
+
 def reconstruct_release(release: CensusRelease, out: Path, *, workers: int = 1,
                         executor: str | None = None, options: CensusOptions | None = None,
                         progress: Progress | None = None) -> RunSummary:
     """Reconstruct the tracts not yet in ``out``; merge everything into ``out`` at the end.
 
+    First ``check_model_sizes``: a tract too large is refused before anything is solved.
     ``progress`` counts the tracts of this run (not those finished before) and their persons.
     """
+    check_model_sizes(release)
     noise = noise_scales(release)
     options = options or CensusOptions()
     t0 = time.perf_counter()

@@ -30,6 +30,7 @@ from statrecon.runs.progress import Progress, Step
 from statrecon.runs.stores import PartStore
 
 META_KEY = b"statrecon.census.certain"
+DEFAULT_TIME_LIMIT = 10.0  # seconds for the noise bounds, then per block (None: no limit)
 
 
 @dataclass
@@ -121,7 +122,8 @@ def _bounds(release: CensusRelease, noise: ReleaseNoise, delta: float,
 
 
 def certain_release(release: CensusRelease, out: Path, delta: float,
-                    time_limit: float | None = 10.0, progress: Progress | None = None,
+                    time_limit: float | None = DEFAULT_TIME_LIMIT,
+                    progress: Progress | None = None,
                     workers: int = 1, executor: str | None = None) -> CertainSummary:
     """Prove, block by block, the persons in every dataset within the noise bounds; write
     them to ``out``. Tracts run in parallel (``workers`` or a Dask ``executor``) and each is
