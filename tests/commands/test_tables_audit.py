@@ -9,6 +9,7 @@ from fractions import Fraction
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from tests.conftest import EXAMPLES, CliRunner, assert_one_line_error
 
@@ -126,13 +127,19 @@ def test_protect_writes_a_table_its_own_audit_passes(run_cli: CliRunner, tmp_pat
     exact = json.loads(exact_out)
     assert code == 0 and exact["status"] == "optimal", err
     assert len(exact["secondary"]) <= len(fast["secondary"])
-    frame = pd.read_csv(csv, dtype=str)
+    frame = pd.read_csv(tmp_path / "pp_exact.working.csv", dtype=str)
     assert (frame["status"] == "secondary").sum() == len(exact["secondary"])
+    assert exact["working"] == str(tmp_path / "pp_exact.working.csv")
+    published = pd.read_csv(csv, dtype=str)  # the publication: no suppressed value in it
+    suppressed = frame["status"].isin(["primary", "secondary"])
+    assert list(published.columns) == ["Size", "Region", "value"]
+    assert (published.loc[suppressed, "value"] == "x").all()
+    assert (published.loc[~suppressed, "value"] == frame.loc[~suppressed, "value"]).all()
 
 
 def test_protect_bad_inputs_write_nothing(run_cli: CliRunner, tmp_path: Path) -> None:
     out = tmp_path / "x.txt"
-    assert_one_line_error(run_cli("tables", "protect", ARB, "--out", out), ".tab, .csv")
+    assert_one_line_error(run_cli("tables", "protect", ARB, "--out", out), ".tab, .arb, .csv")
     assert_one_line_error(run_cli("tables", "protect", ARB, "--out", tmp_path / "a.tab",
                                   "--method", "magic"), "--method")
     assert_one_line_error(run_cli("tables", "protect", TAB, "--out", tmp_path / "b.tab"),
@@ -158,7 +165,7 @@ def test_a_primary_zero_beside_a_published_zero_is_protected(run_cli: CliRunner,
     assert code == 0, err
     got = json.loads(data)
     assert got["status"] == "feasible" and got["primary"] == 1
-    code, _, err = run_cli("tables", "audit", out, *CELLS, "--quiet")
+    code, _, err = run_cli("tables", "audit", tmp_path / "o.working.csv", *CELLS, "--quiet")
     assert code == 0, err
 
 
@@ -183,3 +190,45 @@ def test_infeasible_names_the_rules_that_kept_cells_out(run_cli: CliRunner,
     assert "status protected (P)" in text and "--suppress-empty" in text
     code, data, err = run_cli(*args, "--suppress-empty", "--json", "--quiet")
     assert code == 0 and json.loads(data)["secondary"][0]["name"] == "a=y", err
+
+
+def test_linked_tables_are_protected_and_written_back_as_a_tau_argus_job(
+        run_cli: CliRunner, tmp_path: Path) -> None:
+    """Issue 28, defect 4: linked tables (a batch file specifying two tables) protected with
+    --out job.arb come back as a batch file and a .tab per table, which the audit command
+    reads as the same linked tables with every suppressed cell protected; --out x.tab for
+    linked tables says to write .arb."""
+    from statrecon.tables import TableSet
+    from statrecon.tables.rules import MinFrequency, TableSpec, table_from_microdata
+    from statrecon.tables.tauargus import write_arb
+
+    people = pd.DataFrame({"region": list("nnsssseeww"), "sex": list("fmffmmfmfm"),
+                           "age": list("yooyyoyoyo"), "w": [3, 4, 5, 6, 7, 8, 2, 9, 4, 1]})
+    linked = TableSet(tuple(
+        table_from_microdata(people, TableSpec(list(v), response="w", name=name),
+                             [MinFrequency(1)])
+        for name, v in (("by_sex", ("region", "sex")), ("by_age", ("region", "age")))))
+    write_arb(linked, tmp_path / "in.arb")
+    out = tmp_path / "out.arb"
+    code, data, err = run_cli("tables", "protect", tmp_path / "in.arb", "--out", out,
+                              "--json", "--quiet")
+    assert code == 0, err
+    assert (tmp_path / "out_in_by_sex.tab").exists() and (tmp_path / "out_in_by_age.rda").exists()
+    code, audited, err = run_cli("tables", "audit", out, "--json", "--quiet")
+    assert code == 0, err
+    assert json.loads(audited)["summary"]["suppressed"] == json.loads(data)["suppressed"]
+    assert_one_line_error(run_cli("tables", "protect", tmp_path / "in.arb", "--out",
+                                  tmp_path / "x.tab"), "write .arb")
+
+
+def test_the_manual_margin_option(run_cli: CliRunner, tmp_path: Path) -> None:
+    """Issue 28, defect 3: --manual-margin sets the protection of primary cells whose file
+    gives none (10 % of 1.5 is 0.15)."""
+    (tmp_path / "t.rda").write_text('   <SEPARATOR> ";"\nA\n    <RECODEABLE>\n'
+                                    '    <TOTCODE> "T"\nV\n    <NUMERIC>\n    <DECIMALS> 1\n'
+                                    "F\n    <FREQUENCY>\nS\n    <STATUS>\n")
+    (tmp_path / "t.tab").write_text('"T";5,0;3;S\n"a";1,5;1;U\n"b";3,5;2;S\n')
+    _, out, err = run_cli("tables", "audit", tmp_path / "t.tab", "--manual-margin", "10",
+                          "--json", "--quiet")
+    cell = json.loads(out)["cells"][0]
+    assert cell["protection"]["lower"] == pytest.approx(0.15), err

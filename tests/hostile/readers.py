@@ -281,7 +281,7 @@ OWN_FILES = {
     "runs/census_certain.py": "its own resumable parts",
     "experiments/dp_census.py": "the experiment's own step files, resumed",
     "experiments/census_scores.py": "claims files, checked as evidence (test_census_noise_inputs)",
-    "commands/claims_run.py": "the experiment's own results.md, printed",
+    "commands/claims.py": "the experiment's own results.md, printed",
     "census/descriptors.py": "package data",
     "census/persons/cells.py": "package data",
     "report/linear.py": "the --truth table, through release/known.read_table",

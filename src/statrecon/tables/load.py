@@ -7,6 +7,7 @@ the CLI parses its options into a :class:`TableSource` and calls it, and so can 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import Literal
 
@@ -76,6 +77,13 @@ class TableSource:
     microdata: bool = False
     spec: Path | None = None
     rules: MicrodataRules = MicrodataRules()
+    manual_margin: Fraction | None = None  # tau-Argus input: MAN(x) as x / 100 (None: the
+    # batch file's <SAFETYRULE> MAN, else 20 %)
+
+    def __post_init__(self) -> None:
+        if self.manual_margin is not None and not 0 <= self.manual_margin < 1:
+            raise StatreconError(f"--manual-margin {self.manual_margin * 100}: a percentage "
+                                 "from 0 to below 100")
 
     def files(self) -> tuple[tuple[str, Path | None], ...]:
         """The files named here, as (what, path): an output may be none of them."""
@@ -93,12 +101,14 @@ def load(source: TableSource) -> TableSet:
         # lazy: each format's reader loads only when its files are read
         from statrecon.tables.tauargus import read_arb
 
-        return read_arb(source.path, additivity=additivity)
+        return read_arb(source.path, additivity=additivity, manual_margin=source.manual_margin)
     if suffix == ".tab":
         # lazy: as above
-        from statrecon.tables.tauargus import read_tab
+        from statrecon.tables.tauargus import MANUAL_MARGIN, read_tab
 
-        return TableSet((read_tab(source.path, source.rda, additivity=additivity or "check"),))
+        margin = MANUAL_MARGIN if source.manual_margin is None else source.manual_margin
+        return TableSet((read_tab(source.path, source.rda, additivity=additivity or "check",
+                                  manual_margin=margin),))
     if suffix not in FRAME_SUFFIXES:
         raise StatreconError(f"{source.path}: expected a tau-Argus .arb or .tab file, or a "
                              "CSV/Parquet table (one row per cell, or microdata with "
