@@ -73,3 +73,45 @@ def test_infeasible_only_when_no_allowed_pattern_protects(tables: TableSet, supp
     assert set(done.result.secondary) <= set(allowed)
     assert protects(tables, set(done.result.secondary))
     assert len(done.result.primary) == sum(c.status is CellStatus.PRIMARY for c in cells)
+
+
+def protects_from_singletons(tables: TableSet, suppressed: set[int]) -> bool:
+    """Every primary cell protected from the stranger and from the single contributor of
+    each suppressed one-contributor cell, who knows its value (bounds pinned by hand here,
+    audited from scratch)."""
+    if not protects(tables, suppressed):
+        return False
+    p = problem_from_tables(tables, "nonnegative")
+    primaries = [j for j, h in enumerate(p.hidden) if h]
+    hidden = tuple(h or j in suppressed for j, h in enumerate(p.hidden))
+    for s, cell in enumerate(tables.cells()):
+        if not hidden[s] or cell.frequency != 1:
+            continue
+        lower, upper = list(p.lower), list(p.upper)
+        lower[s] = upper[s] = p.values[s]
+        theirs = replace(p, hidden=hidden, lower=tuple(lower), upper=tuple(upper))
+        others = [j for j in primaries if j != s]
+        if others and not audit(theirs, others, AuditOptions(time_limit=None)).all_protected:
+            return False
+    return True
+
+
+@settings(max_examples=40, deadline=None)
+@given(tiny_tables(), st.sampled_from(["fast", "exact"]))
+def test_protection_from_singletons_holds_or_is_proven_impossible(tables: TableSet,
+                                                                  method: str) -> None:
+    done = protect_tables(tables, ProtectOptions(method=method, time_limit=None),  # type: ignore[arg-type]
+                          singletons=True)
+    cells, keys = tables.cells(), tables.keys()
+    excluded = {k for got in done.excluded.values() for k in got}
+    allowed = [j for j, c in enumerate(cells)
+               if not c.status.suppressed and keys[j] not in excluded]
+    if done.result.status == "infeasible":
+        assert not any(protects_from_singletons(tables, set(s))
+                       for k in range(len(allowed) + 1)
+                       for s in itertools.combinations(allowed, k))
+        return
+    assert done.protected, done.result.note
+    assert set(done.result.secondary) <= set(allowed)
+    assert protects_from_singletons(tables, set(done.result.secondary))
+    assert all(a.audit.verdict == "protected" for a in done.singletons)

@@ -81,6 +81,10 @@ SpecOption = Annotated[Path | None, typer.Option(
                    "(.hrc files, parent -> children, or nested columns), response, weight, "
                    "contributor, primary suppression rules and protection levels, for the "
                    "microdata in SOURCE (docs/tables-spec.md).")]
+Singletons = Annotated[bool, typer.Option(
+    "--singletons", help="Also the singleton attack: a respondent alone in a suppressed cell "
+    "(one contributor, magnitude tables) knows its value and uses it against the other "
+    "primary cells (tau-Argus's and GaussSuppression's singleton problem).")]
 Quiet = Annotated[bool, typer.Option("--quiet", help="No progress on stderr.")]
 AsJson = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 
@@ -142,6 +146,7 @@ def audit(
     html: Annotated[Path | None, typer.Option(help="Also write an HTML report here.")] = None,
     all_: Annotated[bool, typer.Option("--all", help="Show every suppressed cell, not only "
                                        "those not protected.")] = False,
+    singletons: Singletons = False,
     as_json: AsJson = False,
     quiet: Quiet = False,
 ) -> None:
@@ -171,7 +176,7 @@ def audit(
         with run_bar("suppressed cells", "not protected", quiet=quiet) as progress:
             result = audit_tables(tables, options, apriori=cast(Any, apriori),
                                   workers=workers or os.cpu_count() or 1, executor=executor,
-                                  on_progress=progress)
+                                  on_progress=progress, singletons=singletons)
         if html is not None:
             page = report.html_page(result)
             write_atomically(html, lambda tmp: tmp.write_text(page, encoding="utf-8"))
@@ -179,7 +184,7 @@ def audit(
         sys.stdout.write(json.dumps(report.to_json(result)) + "\n")
     else:
         report.render(result, output_console(), show_all=all_)
-    verdicts = {c.verdict for c in result.result.cells}
+    verdicts = result.verdicts
     if verdicts & {"disclosed", "under-protected"}:
         raise typer.Exit(EXIT_UNPROTECTED)
     if "unknown" in verdicts:
@@ -256,6 +261,7 @@ def protect(
     time_limit: Annotated[float | None, typer.Option(
         min=0.001, help="Seconds for the whole run; past it the best audited pattern is "
                         "returned as feasible, or none. Default 60; 'inf' for none.")] = None,
+    singletons: Singletons = False,
     as_json: AsJson = False,
     quiet: Quiet = False,
 ) -> None:
@@ -293,7 +299,8 @@ def protect(
                                      on_progress=lambda stage, done, total: tell(done, total,
                                                                                  stage))
             done = protect_tables(tables, options, cost=cast(Any, cost),
-                                  apriori=cast(Any, apriori), suppress_empty=suppress_empty)
+                                  apriori=cast(Any, apriori), suppress_empty=suppress_empty,
+                                  singletons=singletons)
         if done.protected:
             report.write_protected(done.tables, out)
     if as_json:

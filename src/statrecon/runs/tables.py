@@ -23,7 +23,9 @@ from statrecon.engines.intervals import (
     prepare,
     problem_from_tables,
 )
+from statrecon.engines.intervals.singletons import SingletonAudit, audit_singletons
 from statrecon.engines.suppression import ProtectOptions, ProtectResult, protect
+from statrecon.engines.suppression.singletons import protect_against_singletons
 from statrecon.errors import StatreconError
 from statrecon.runs.parallel import run_units
 from statrecon.runs.progress import Progress, Step
@@ -39,10 +41,19 @@ class TableAudit:
     result: AuditResult
     keys: tuple[Any, ...]
     apriori: Apriori
+    singletons: tuple[SingletonAudit, ...] = ()  # with singletons=True: the primary cells
+    singletons_checked: int | None = None  # ... audited by each singleton; None: not asked
 
     @property
     def all_protected(self) -> bool:
-        return self.result.all_protected
+        return self.result.all_protected and all(
+            a.audit.verdict == "protected" for a in self.singletons)
+
+    @property
+    def verdicts(self) -> set[str]:
+        """Every verdict of the audit, the singletons' included."""
+        return {c.verdict for c in self.result.cells} | {
+            a.audit.verdict for a in self.singletons}
 
 
 def _audit_one(shared: tuple[Prepared, AuditOptions], cell: int) -> CellAudit:
@@ -50,11 +61,22 @@ def _audit_one(shared: tuple[Prepared, AuditOptions], cell: int) -> CellAudit:
     return audit_cell(prepared, cell, options)
 
 
+def singleton_cells(tables: TableSet, suppressed: bool = True) -> list[int]:
+    """The cells of a magnitude table with exactly one contributor (positions in ``keys()``;
+    ``suppressed``: only those suppressed): their respondent knows the value. In a frequency
+    table a respondent knows only that their cell counts at least one, not this attack."""
+    if tables.tables[0].kind != "magnitude":
+        return []
+    return [j for j, c in enumerate(tables.cells())
+            if c.frequency == 1 and (c.status.suppressed or not suppressed)]
+
+
 def audit_tables(tables: TableSet, options: AuditOptions | None = None, *,
                  apriori: Apriori = "nonnegative", workers: int = 1, executor: str | None = None,
-                 on_progress: Progress | None = None) -> TableAudit:
+                 on_progress: Progress | None = None, singletons: bool = False) -> TableAudit:
     """Audit every suppressed cell of ``tables`` (LP and, unless switched off, integer
-    intervals, each bound proven or unknown)."""
+    intervals, each bound proven or unknown). ``singletons``: also audit each primary cell
+    by every respondent alone in a suppressed cell, who knows that cell's value."""
     options = replace(options or AuditOptions(), on_progress=None)  # not sent to workers
     start = time.perf_counter()
     problem = problem_from_tables(tables, apriori)
@@ -74,8 +96,12 @@ def audit_tables(tables: TableSet, options: AuditOptions | None = None, *,
                 on_progress(Step(len(found), len(cells), flagged, names[cell]))
     ordered = tuple(found[j] for j in cells)
     keys = tables.keys()
+    alone: list[int] = singleton_cells(tables) if singletons else []
+    primaries = [j for j, c in enumerate(tables.cells()) if c.status is CellStatus.PRIMARY]
+    attacks = audit_singletons(prepared, alone, primaries, options) if alone else ()
     return TableAudit(tables, AuditResult(ordered, time.perf_counter() - start),
-                      tuple(keys[j] for j in cells), apriori)
+                      tuple(keys[j] for j in cells), apriori, attacks,
+                      len(alone) if singletons else None)
 
 
 Cost = Literal["count", "value", "cost"]
@@ -92,6 +118,8 @@ class TableProtection:
     result: ProtectResult
     secondary: tuple[Any, ...]
     excluded: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    singletons: tuple[SingletonAudit, ...] = ()  # the final pattern's singleton audits
+    singletons_checked: int | None = None  # None: not asked
 
     @property
     def protected(self) -> bool:
@@ -125,13 +153,16 @@ def exclusion(cell: Cell, suppress_empty: bool) -> str | None:
 
 def protect_tables(tables: TableSet, options: ProtectOptions | None = None, *,
                    cost: Cost = "count", apriori: Apriori = "nonnegative",
-                   suppress_empty: bool = False) -> TableProtection:
+                   suppress_empty: bool = False, singletons: bool = False) -> TableProtection:
     """Choose secondary cells so that every primary cell of ``tables`` is protected under the
     integer audit. Every published cell may be suppressed, zeros included, except those a
     rule of ``EXCLUSION_RULES`` keeps (``excluded`` of the result names them, so that an
     "infeasible" proof says over which cells it holds): protected (P) cells, and empty cells
     unless ``suppress_empty``. ``cost``: minimise the number of cells, their total value, or
-    their cost column (tau-Argus's COSTVAR; a cell without one costs its value)."""
+    their cost column (tau-Argus's COSTVAR; a cell without one costs its value).
+    ``singletons``: also protect every primary cell against each respondent alone in a
+    suppressed cell (:func:`singleton_cells`, once the pattern is chosen: a secondary cell
+    with one contributor counts too)."""
     if cost not in COSTS:
         raise StatreconError(f"cost {cost!r}: choose from {', '.join(COSTS)}")
     problem = problem_from_tables(tables, apriori)
@@ -148,8 +179,15 @@ def protect_tables(tables: TableSet, options: ProtectOptions | None = None, *,
         costs = [c.value for c in cells]
     else:
         costs = [c.cost if c.cost is not None else c.value for c in cells]
-    result = protect(problem, candidates=candidates, costs=costs, options=options)
+    attacks: tuple[SingletonAudit, ...] = ()
+    alone = singleton_cells(tables, suppressed=False) if singletons else []
+    if singletons:
+        result, attacks = protect_against_singletons(problem, alone, candidates=candidates,
+                                                     costs=costs, options=options)
+    else:
+        result = protect(problem, candidates=candidates, costs=costs, options=options)
     secondary = tuple(keys[j] for j in result.secondary)
     marked = tables.with_statuses({k: CellStatus.SECONDARY for k in secondary})
     return TableProtection(marked, result, secondary,
-                           {name: got for name, got in excluded.items() if got})
+                           {name: got for name, got in excluded.items() if got}, attacks,
+                           sum(result.hidden[s] for s in alone) if singletons else None)
