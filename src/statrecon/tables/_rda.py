@@ -27,7 +27,8 @@ from pathlib import Path
 from statrecon import inputs
 from statrecon.errors import StatreconError
 from statrecon.tables.model import Hierarchy, show_code
-from statrecon.tables.values import MAX_DECIMALS, parse_decimal
+from statrecon.tables.safety import parse_safety_rule
+from statrecon.tables.values import MAX_DECIMALS
 
 _TOKEN = re.compile(r'"([^"]*)"|(<[^>]*>)|([^\s"<]+)')
 ROLES = ("explanatory", "response", "shadow", "cost", "lower", "upper", "frequency", "top",
@@ -365,33 +366,20 @@ def _specify(opened: dict[str, Path], rest: str, where: str) -> BatchTable:
                       response, int(where.rsplit(":", 1)[1]))
 
 
-_RULE = re.compile(r"\s*([A-Za-z]+)\s*\(([^()]*)\)\s*")
-
-
 def safety_rules(rest: str, where: str) -> Fraction:
-    """A ``<SAFETYRULE>`` line of a table-input job: ``MAN(x)``, the manual safety margin
-    (x % of a primary cell's value as its protection levels where the table gives none).
-    The statuses of table input come from its file, so another rule would be ignored: it is
-    refused instead, naming the rule."""
-    margin: Fraction | None = None
-    for part in (p for p in rest.replace("|", ",|,").split(",|,") if p.strip()):
-        m = _RULE.fullmatch(part)
-        if m is None:
-            raise StatreconError(f"{where}: <SAFETYRULE> {part.strip()[:40]!r} is not a rule "
-                                 "like MAN(20)", where=where)
-        name, args = m.group(1).upper(), m.group(2).strip()
-        if name != "MAN":
-            raise StatreconError(f"{where}: <SAFETYRULE> {name}({args}): the primary cells of "
-                                 "table input are the statuses its file gives; safety rules "
-                                 "other than MAN are applied to microdata jobs", where=where)
-        value = parse_decimal(args)
-        if value is None or not 0 <= value < 100:
-            raise StatreconError(f"{where}: <SAFETYRULE> MAN({args}): the manual safety "
-                                 "margin is a percentage from 0 to below 100", where=where)
-        margin = value / 100
-    if margin is None:
+    """A ``<SAFETYRULE>`` line of a table-input job, read by :func:`safety.parse_safety_rule`:
+    ``MAN(x)``, the manual safety margin (x % of a primary cell's value as its protection
+    levels where the table gives none), returned as x / 100. The statuses of table input come
+    from its file, so another rule would be ignored: it is refused instead, naming the rule
+    (microdata jobs apply them: ``safety.mark_unsafe``)."""
+    rules = parse_safety_rule(rest, where)
+    if not rules.status_only or rules.weighted or rules.missing_safe:
+        raise StatreconError(f"{where}: <SAFETYRULE> {rules}: the primary cells of table "
+                             "input are the statuses its file gives; safety rules other than "
+                             "MAN are applied to microdata jobs", where=where)
+    if not rules.manual_given:
         raise StatreconError(f"{where}: <SAFETYRULE> names no rule", where=where)
-    return margin
+    return rules.manual / 100
 
 
 def _apriori(path: Path, rest: str, where: str) -> None:
