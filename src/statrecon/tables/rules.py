@@ -38,7 +38,7 @@ import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
-from typing import Literal, NoReturn
+from typing import Literal, NoReturn, cast
 
 import numpy as np
 import pandas as pd
@@ -61,6 +61,7 @@ from statrecon.tables.model import (
     check_grid_size,
     show_code,
 )
+from statrecon.tables.safety import Facts, SafetyRules, mark_unsafe
 from statrecon.tables.values import decimals_of, exact, show
 
 Number = int | Fraction | str
@@ -462,3 +463,106 @@ def table_from_microdata(microdata: pd.DataFrame, spec: TableSpec,
     """``tabulate`` then ``mark_primary``."""
     return mark_primary(tabulate(microdata, spec, source), rules, protect_zeros=protect_zeros,
                         protection=protection)
+
+
+# ----------------------------------------------------------------------------------------
+# tau-Argus's safety rules on microdata (tables/safety.py): records, holdings, weights
+
+
+@dataclass(frozen=True)
+class RuleColumns:
+    """The microdata columns tau-Argus's rules read beyond the table's own: ``holding``
+    (tau-Argus's ``<HOLDING>``: records of one enterprise, for holding-level rules) and
+    ``request`` with its two ``request_codes`` (``<REQUEST>``: a contributor who asked for
+    protection, for REQ)."""
+
+    holding: str | None = None
+    request: str | None = None
+    request_codes: tuple[str, str] = ("1", "2")
+
+
+def table_with_safety_rules(microdata: pd.DataFrame, spec: TableSpec, rules: SafetyRules,
+                            columns: RuleColumns = RuleColumns(), *,
+                            missing: Mapping[str, Sequence[str]] | None = None,
+                            source: str = "microdata") -> Table:
+    """The table of ``spec`` over ``microdata`` with the cells tau-Argus's ``rules`` make
+    unsafe marked PRIMARY, each with the protection levels of its rule
+    (:mod:`statrecon.tables.safety`). With ``WGT(1)`` the spec's weight weighs the rules
+    too; holding-level rules read ``columns.holding``, REQ ``columns.request``; with
+    ``MIS(1)`` a cell with a code of ``missing`` stays safe."""
+    if rules.weighted and not spec.weight:
+        raise StatreconError(f"{rules.where}: WGT(1) weighs the table, but it has no weight "
+                             "variable", where=rules.where or None)
+    if rules.needs_holding and not columns.holding:
+        raise StatreconError(f"{rules.where}: holding-level rules (the third and fourth P or "
+                             "NK, the second FREQ or REQ) need a holding variable",
+                             where=rules.where or None)
+    if spec.contributor:
+        raise StatreconError("tau-Argus's rules count records and holdings: give the "
+                             "holding variable as RuleColumns.holding, not contributor")
+    needed = [c for c in (columns.holding, columns.request) if c]
+    require_columns(microdata, needed, source)
+    table = tabulate(microdata, replace(spec, tops=max(1, rules.individual.tops)), source)
+    facts = _rule_facts(microdata, table, spec, rules, columns, source)
+    return mark_unsafe(table, rules, lambda i, cell: facts[i], missing=missing)
+
+
+def _rule_facts(frame: pd.DataFrame, table: Table, spec: TableSpec, rules: SafetyRules,
+                columns: RuleColumns, where: str) -> list[tuple[Facts, Facts | None]]:
+    """Each cell's facts at the record level (and the holding level when its rules need
+    them), from every (cell, record) pair of the records below the cell."""
+    hierarchies = [table.hierarchies[v] for v in table.variables]
+    cell, record = _cells_above(frame_codes(frame, spec.variables, where), hierarchies)
+    if spec.response:
+        amount, decimals = _integers(frame, spec.response, where)
+    else:
+        amount, decimals = np.ones(len(frame), dtype=object), 0
+    weighted = rules.weighted and spec.weight is not None
+    weight, weight_decimals = (_integers(frame, spec.weight, where) if weighted and spec.weight
+                               else (np.ones(len(frame), dtype=object), 0))
+    pairs = pd.DataFrame({"cell": cell, "x": amount[record], "w": weight[record]})
+    if columns.request:
+        codes = frame[columns.request].map(lambda v: str(v).strip()).to_numpy()[record]
+        pairs["request"] = [columns.request_codes.index(c) + 1
+                            if c in columns.request_codes else 0 for c in codes]
+    scale, weight_scale = 10**decimals, 10**weight_decimals
+    own = _level_facts(pairs, rules.individual.tops, scale, weight_scale if weighted else None)
+    held: dict[int, Facts] = {}
+    if rules.needs_holding and columns.holding:
+        pairs["holding"] = frame[columns.holding].to_numpy()[record]
+        grouped = pairs.groupby(["cell", "holding"], sort=False, as_index=False).agg(
+            x=("x", "sum"), w=("w", "first"),
+            **({"request": ("request", "max")} if columns.request else {}))
+        held = _level_facts(grouped, rules.holding.tops, scale, None)
+    empty = Facts(0)
+    return [(own.get(i, empty), held.get(i, empty) if rules.needs_holding else None)
+            for i in range(len(table.cells))]
+
+
+def _level_facts(pairs: pd.DataFrame, tops: int, scale: int, weight_scale: int | None
+                 ) -> dict[int, Facts]:
+    """Per cell: contributors, the largest contributions (enough of them to weigh ``tops``
+    with weights), the total weight and the largest requesting contribution per code."""
+    ordered = pairs.sort_values(["cell", "x"], ascending=[True, False], kind="stable")
+    found: dict[int, Facts] = {}
+    for c, group in ordered.groupby("cell", sort=False):
+        xs = group["x"].tolist()
+        ws = group["w"].tolist()
+        if weight_scale is None:
+            top = tuple(Fraction(int(x), scale) for x in xs[:tops])
+            weights = total = None
+        else:
+            weights_all = [Fraction(int(w), weight_scale) for w in ws]
+            keep, used = 0, Fraction(0)
+            while keep < len(xs) and used < tops:
+                used += weights_all[keep]
+                keep += 1
+            top = tuple(Fraction(int(x), scale) for x in xs[:keep])
+            weights, total = tuple(weights_all[:keep]), sum(weights_all, Fraction(0))
+        requests: dict[int, Fraction] = {}
+        if "request" in group:
+            for code, x in zip(group["request"].tolist(), xs, strict=True):
+                if code and code not in requests:
+                    requests[code] = Fraction(int(x), scale)
+        found[int(cast(int, c))] = Facts(len(xs), top, weights, total, requests)
+    return found
