@@ -3,6 +3,10 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+# headless Chromium on a closed network, drawing a local page (make demo's screenshot)
+CHROMIUM_FLAGS := --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+	--disable-background-networking --disable-component-update --disable-sync \
+	--force-color-profile=srgb --hide-scrollbars
 
 .PHONY: demo test bench lint clean
 
@@ -27,6 +31,13 @@ demo: $(STAMP)
 	# exit 4: tau-Argus's test table before secondary suppression discloses its primary cells
 	$(BIN)/statrecon tables audit examples/tables/tauargus/TestTable.arb \
 		--html demo-out/tables.html; test $$? -eq 4
+	# that page as a browser draws it (Debian's chromium, headless; skipped without it)
+	@if command -v chromium >/dev/null 2>&1; then \
+		profile=$$(mktemp -d) && chromium $(CHROMIUM_FLAGS) --user-data-dir=$$profile \
+			--screenshot="$(CURDIR)/demo-out/tables.png" --window-size=1280,1600 \
+			"file://$(CURDIR)/demo-out/tables.html" >/dev/null 2>&1; drawn=$$?; \
+		rm -rf "$$profile"; test $$drawn -eq 0 && echo "drew demo-out/tables.png"; \
+	else echo "no chromium: demo-out/tables.png not drawn (apt-get install chromium)"; fi
 	$(BIN)/statrecon tables protect examples/tables/firms/firms.csv \
 		--spec examples/tables/firms/spec.yaml --out demo-out/firms_protected.csv
 

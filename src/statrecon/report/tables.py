@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import html
 from collections import Counter
-from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,8 @@ from rich.table import Table as RichTable
 
 from statrecon.engines.intervals import CellAudit, Interval, Verdict
 from statrecon.report import safe_text
+from statrecon.report.table_grid import CSS as GRID_CSS
+from statrecon.report.table_grid import grids_html, interval_text, legend_html, number_text
 from statrecon.runs.tables import EXCLUSION_RULES, TableAudit, TableProtection
 from statrecon.tables import TableSet
 
@@ -71,24 +72,6 @@ def to_json(audit: TableAudit) -> dict[str, Any]:
     }
 
 
-def _number(value: Fraction | None) -> str:
-    if value is None:
-        return "∞"
-    if value.denominator == 1:
-        return f"{int(value):,}"
-    return f"{float(value):,.2f}"
-
-
-def interval_text(interval: Interval | None) -> str:
-    """``[a, b]`` with ``?`` for an end not proven (a time limit)."""
-    if interval is None:
-        return "–"
-    ends = []
-    for bound in (interval.lower, interval.upper):
-        ends.append(_number(bound.value) if bound.proven else "?")
-    return f"[{ends[0]}, {ends[1]}]"
-
-
 def render(audit: TableAudit, console: Console, show_all: bool = False) -> None:
     """The cells that are not protected (every cell with ``show_all``), the counts, the cells
     the integer audit tightened, and the attack on the first few flagged cells."""
@@ -124,7 +107,7 @@ def _cell_table(audit: TableAudit, rows: list[int]) -> RichTable:
     for i in rows:
         cell = audit.result.cells[i]
         status = audit.tables.cell(audit.keys[i]).status.value
-        table.add_row(safe_text(cell.name), _number(cell.value), status,
+        table.add_row(safe_text(cell.name), number_text(cell.value), status,
                       interval_text(cell.lp), interval_text(cell.integer),
                       _levels_text(cell),
                       f"[{_STYLE[cell.verdict]}]{cell.verdict}[/]")
@@ -133,8 +116,8 @@ def _cell_table(audit: TableAudit, rows: list[int]) -> RichTable:
 
 def _levels_text(cell: CellAudit) -> str:
     """-lower / +upper, and the sliding level (the least width) when there is one."""
-    text = f"-{_number(cell.protection[0])} / +{_number(cell.protection[1])}"
-    return f"{text}, width >= {_number(cell.sliding)}" if cell.sliding else text
+    text = f"-{number_text(cell.protection[0])} / +{number_text(cell.protection[1])}"
+    return f"{text}, width >= {number_text(cell.sliding)}" if cell.sliding else text
 
 
 _CSS = """
@@ -146,11 +129,14 @@ th { background: #f2f2f2; text-align: left; } td.n { text-align: right; }
 .disclosed { color: #b00; font-weight: bold; } .under-protected { color: #b00; }
 .unknown { color: #a60; } .protected { color: #070; }
 .note { font-size: 0.9rem; color: #555; }
-"""
+.working { border-left: 4px solid #b00; padding: 0.3rem 0.8rem; background: #fff4f4; }
+""" + GRID_CSS
 
 
 def html_page(audit: TableAudit) -> str:
-    """The audit as one HTML page (no scripts, nothing loaded)."""
+    """The audit as one HTML page (no scripts, nothing loaded): each table drawn as a grid of
+    its codes (suppressed cells coloured by verdict, never showing their value), then every
+    suppressed cell in a list with its true value: the data steward's working report."""
     e = html.escape
     data = to_json(audit)
     summary = data["summary"]
@@ -160,7 +146,7 @@ def html_page(audit: TableAudit) -> str:
         attack = "<br>".join(e(x) for x in cell.attack.equations)
         rows.append(
             f"<tr><td>{e(item['table'])}</td><td>{e(cell.name)}</td>"
-            f"<td class=n>{e(_number(cell.value))}</td><td>{e(item['status'])}</td>"
+            f"<td class=n>{e(number_text(cell.value))}</td><td>{e(item['status'])}</td>"
             f"<td class=n>{e(interval_text(cell.lp))}</td>"
             f"<td class=n>{e(interval_text(cell.integer))}</td>"
             f"<td class=n>{e(_levels_text(cell))}</td>"
@@ -168,10 +154,16 @@ def html_page(audit: TableAudit) -> str:
             f"{' (integer tighter)' if cell.tighter else ''}</td><td>{attack}</td></tr>")
     names = ", ".join(e(t["name"]) for t in data["tables"])
     counts = ", ".join(f"{summary[v]} {v}" for v in VERDICTS)
+    audits = {key: cell for key, cell in zip(audit.keys, audit.result.cells, strict=True)}
     return (
         "<!doctype html><html><head><meta charset='utf-8'>"
         f"<title>Suppression audit: {names}</title><style>{_CSS}</style></head><body>"
         f"<h1>Suppression audit: {names}</h1>"
+        "<p class=working><b>Working report for the data steward, not a publication.</b> "
+        "The list of suppressed cells at the end gives each one's true value; never publish "
+        "this page. The grids show each table as it is published (a suppressed cell's value "
+        "is not in them) with what the audit proves an attacker learns of each suppressed "
+        "cell.</p>"
         f"<p>{summary['suppressed']} suppressed cells: {counts}. "
         f"{summary['integer_tighter_than_lp']} cells have an integer interval strictly "
         "inside their LP interval.</p>"
@@ -182,7 +174,10 @@ def html_page(audit: TableAudit) -> str:
         "exact dual certificate, or a witness table plus a solver's INFEASIBLE beyond it); "
         "'?' marks an end not proven within the time limit. A cell is under-protected when "
         "its interval does not cover its value minus its lower and plus its upper protection "
-        "level.</p>"
+        "level. A grid shows the integer interval where the integer audit ran, else the LP "
+        "one.</p>"
+        f"<h2>The tables</h2>{legend_html()}{grids_html(audit.tables, audits)}"
+        "<h2>Suppressed cells (true values: working report)</h2>"
         "<table><thead><tr><th>table</th><th>cell</th><th>value</th><th>status</th>"
         "<th>LP interval</th><th>integer interval</th><th>protection</th><th>verdict</th>"
         f"<th>attack (equations used)</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
@@ -227,8 +222,8 @@ def render_protection(done: TableProtection, out: Path, console: Console) -> Non
         audited = (f"{audited} ({len(result.audit.cells)} of {primary} audited)" if audited
                    else "none audited")
     console.print(f"{result.status}: {primary} primary and {len(done.secondary)} secondary "
-                  f"cells suppressed (cost {_number(result.cost)}) in {result.elapsed_s:.2f} s; "
-                  f"integer audit of the primary cells: {audited}")
+                  f"cells suppressed (cost {number_text(result.cost)}) in "
+                  f"{result.elapsed_s:.2f} s; integer audit of the primary cells: {audited}")
     if result.note:
         console.print(safe_text(result.note), style="dim")
     for rule, keys in done.excluded.items():
