@@ -120,6 +120,15 @@ def _tau_argus(folder: Path) -> Path:
     return folder / "pp.tab"
 
 
+def _apriori(folder: Path) -> Path:
+    _tau_argus(folder)
+    arb = folder / "TestTable.arb"
+    arb.write_text(arb.read_text(encoding="utf-8") + '<APRIORI> "pp.hst", 1, ";", 0, 0\n',
+                   encoding="utf-8")
+    (folder / "pp.hst").write_text("5;1;C;3\n5;Nr;P\n2;2;U\n", encoding="utf-8")
+    return folder / "pp.hst"
+
+
 def _tab_number(folder: Path, text: str) -> None:
     lines = (folder / "pp.tab").read_text(encoding="utf-8").splitlines()
     fields = lines[0].split(";")
@@ -232,6 +241,12 @@ READERS: tuple[Reader, ...] = (
            names=lambda f, t: _sub(f / "pp.rda", '"region2.hrc"', f'"{t}"'),
            code=lambda f, t: _sub(f / "pp.tab", '"Ws"', f'"{t}"', count=0),
            duplicate=_tab_duplicate, writes=True),
+    Reader("a-priori file", ("tables/apriori.py",), _apriori,
+           lambda main, out: ["tables", "protect", str(main.parent / "TestTable.arb"),
+                              "--out", str(out), "--quiet"],
+           number=lambda f, t: _sub(f / "pp.hst", ";C;3", f";C;{t}"),
+           names=lambda f, t: _sub(f / "TestTable.arb", '"pp.hst"', f'"{t}"'),
+           code=lambda f, t: _sub(f / "pp.hst", "5;Nr;", f"5;{t};"), writes=True),
     Reader("table spec and microdata", ("tables/spec.py", "tables/rules.py"), _spec,
            lambda main, out: ["tables", "protect", str(main.parent / "firms.csv"), "--spec",
                               str(main), "--out", str(out), "--quiet"],

@@ -262,8 +262,9 @@ def test_the_time_limit_holds_while_a_table_is_built(run_cli: CliRunner,
 
 
 def test_a_batch_file_is_read_in_full(run_cli: CliRunner, tmp_path: Path) -> None:
-    """<APRIORI> naming a missing file, <APRIORI> at all (an audit without it would prove
-    too much), a repeated <SPECIFYTABLE>: each one line naming the batch file's line."""
+    """<APRIORI> naming a missing file, an empty a-priori file, a-priori bounds (AB: an audit
+    without them would prove too much), a repeated <SPECIFYTABLE>: each one line naming the
+    batch file's line, or the a-priori file's."""
     job = tau_argus_copy(tmp_path / "job")
     arb = job / "TestTable.arb"
     original = arb.read_text()
@@ -271,8 +272,9 @@ def test_a_batch_file_is_read_in_full(run_cli: CliRunner, tmp_path: Path) -> Non
     assert_one_line_error(run_cli("tables", "audit", arb), "TestTable.arb:9", "x.hst",
                           "no such file")
     (job / "x.hst").write_text("")
-    assert_one_line_error(run_cli("tables", "audit", arb), "TestTable.arb:9", "<APRIORI>",
-                          "not read yet")
+    assert_one_line_error(run_cli("tables", "audit", arb), "x.hst", "empty")
+    (job / "x.hst").write_text("5;1;AB;0;100\n")
+    assert_one_line_error(run_cli("tables", "audit", arb), "x.hst:1", "AB", "prove too much")
     arb.write_text(original + '<SPECIFYTABLE> "Size""Region"|"Var2"|"Var2_Shadow"|"Var2"\n')
     assert_one_line_error(run_cli("tables", "audit", arb), "TestTable.arb:9",
                           "same table as line 6")

@@ -302,6 +302,7 @@ class BatchTable:
     response: str | None
     line: int = 0
     manual_margin: Fraction | None = None  # <SAFETYRULE> MAN(x): x % (None: not given)
+    apriori: list[AprioriCommand] = field(default_factory=list)  # its <APRIORI> files
 
     def same_as(self, other: BatchTable) -> bool:
         return (self.tab, self.rda, sorted(v.lower() for v in self.explanatory),
@@ -338,7 +339,7 @@ def read_arb(path: Path) -> Batch:
                                      f"line {twice.line}", where=where)
             tables.append(table)
         elif command == "<APRIORI>":
-            _apriori(path, rest, where)
+            _apriori(path, rest, where, tables)
         elif command == "<SAFETYRULE>":
             if not tables:
                 raise StatreconError(f"{where}: <SAFETYRULE> before any <SPECIFYTABLE> (it "
@@ -382,13 +383,40 @@ def safety_rules(rest: str, where: str) -> Fraction:
     return rules.manual / 100
 
 
-def _apriori(path: Path, rest: str, where: str) -> None:
-    """``<APRIORI>``: what the attacker knows beforehand (per-cell bounds and statuses). An
-    audit that ignored it would prove protection against a weaker attacker than the one the
-    publisher described, so it is refused (with the file's name checked first) until a-priori
-    files are read."""
-    name = (tokens(rest) or [""])[0]
-    found = resolve(path, name, "a-priori file", where)
-    raise StatreconError(f"{where}: <APRIORI> {found.name}: a-priori files are not read yet, "
-                         "and an audit without what they tell the attacker would prove too "
-                         "much; remove the line to audit without it", where=where)
+@dataclass(frozen=True)
+class AprioriCommand:
+    """An ``<APRIORI>`` command: the a-priori file (resolved beside the batch file), the
+    table it changes (1-based, in ``<SPECIFYTABLE>`` order), the separator, IgnoreError and
+    ExpandTrivial (read and applied by :mod:`statrecon.tables.apriori`)."""
+
+    file: Path
+    table: int
+    separator: str = ";"
+    ignore_errors: bool = True
+    expand_trivial: bool = False
+    where: str = ""
+
+
+def _apriori(path: Path, rest: str, where: str, tables: list[BatchTable]) -> None:
+    """``<APRIORI> "file.hst", TabNo, "sep", IgnoreError, ExpandTrivial`` (the last two 0 or
+    1, optional: IgnoreError 1, ExpandTrivial 0 as tau-Argus has them): the a-priori file of
+    a table specified before it, kept with that table to be applied once it is read."""
+    values = [quoted if quoted is not None and quoted != "" else bare
+              for quoted, bare in re.findall(r'"([^"]*)"|([^,\s]+)', rest)]
+    if len(values) < 2:
+        raise StatreconError(f"{where}: <APRIORI> needs a file name and a table number "
+                             '(<APRIORI> "file.hst", 1, ";", 0, 0)', where=where)
+    found = resolve(path, values[0], "a-priori file", where)
+    number = values[1]
+    if not number.isdigit() or not 1 <= int(number) <= len(tables):
+        raise StatreconError(f"{where}: <APRIORI> table {number[:20]!r}: a table specified "
+                             f"before it (1 to {len(tables)})", where=where)
+    flags = []
+    for name, text in zip(("IgnoreError", "ExpandTrivial"), values[3:5], strict=False):
+        if text not in ("0", "1"):
+            raise StatreconError(f"{where}: <APRIORI> {name} is 0 or 1, not {text[:20]!r}",
+                                 where=where)
+        flags.append(text == "1")
+    ignore, expand = (flags + [True, False][len(flags):])[:2]
+    tables[int(number) - 1].apriori.append(AprioriCommand(
+        found, int(number), values[2] if len(values) > 2 else ";", ignore, expand, where))

@@ -510,9 +510,13 @@ def _rule_distance(value: Fraction, levels: list[tuple[Level, Facts]],
     return distance
 
 
-def manual_levels(value: Fraction, rules: SafetyRules | None = None) -> tuple[Fraction, Fraction]:
-    """The protection levels of a cell made unsafe by hand (MAN), as :func:`assess` gives."""
-    verdict = _levels(value, Facts(1), rules or SafetyRules(), "manual", "MAN", [])
+def manual_levels(value: Fraction, manual: Fraction = MANUAL_MARGIN
+                  ) -> tuple[Fraction, Fraction]:
+    """The protection levels of a cell made unsafe by hand with the manual safety margin
+    ``manual`` (percent, MAN), as tau-Argus sets them: that share of the value, at least 1
+    (the lower level capped at a nonnegative value)."""
+    rules = SafetyRules(manual=manual, manual_given=True)
+    verdict = _levels(value, Facts(1), rules, "manual", "MAN", [])
     return verdict.lower, verdict.upper
 
 

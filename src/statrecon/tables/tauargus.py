@@ -50,6 +50,7 @@ from statrecon.number_reader import NumberError, parse_number
 from statrecon.outputs import atomic_outputs
 from statrecon.tables import _rda
 from statrecon.tables._grid import aggregate, largest, objects
+from statrecon.tables.apriori import apply_commands
 from statrecon.tables.model import (
     MAX_CELLS,
     NO_PROTECTION,
@@ -161,6 +162,7 @@ def read_arb(arb: Path | str, *, additivity: Additivity | None = None,
         table = read_tab(spec.tab, spec.rda, response=spec.response, name=label,
                          additivity=additivity, manual_margin=margin)
         _check_specified(arb, spec, table)
+        table = apply_commands(table, spec.apriori, margin * 100)  # its <APRIORI> files
         tables.append(table)
     return TableSet(tuple(tables))
 
