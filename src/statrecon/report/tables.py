@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.table import Table as RichTable
 
 from statrecon.engines.intervals import CellAudit, Interval, Verdict
+from statrecon.engines.intervals.singletons import SingletonAudit, worst_by_cell
 from statrecon.report import safe_text
 from statrecon.report.table_grid import CSS as GRID_CSS
 from statrecon.report.table_grid import grids_html, interval_text, legend_html, number_text
@@ -68,8 +69,39 @@ def to_json(audit: TableAudit) -> dict[str, Any]:
                     "integer_tighter_than_lp": len(audit.result.tighter),
                     "all_protected": audit.all_protected,
                     "a_priori_bounds": audit.apriori},
+        **singletons_json(audit.singletons, audit.singletons_checked),
         "elapsed_s": round(audit.result.elapsed_s, 6),
     }
+
+
+def singletons_json(attacks: tuple[SingletonAudit, ...], checked: int | None
+                    ) -> dict[str, Any]:
+    """``{"singletons": {...}}`` when the singletons were audited (else nothing): how many
+    respondents alone in a suppressed cell, the verdicts of their audits, and each primary
+    cell's worst one that is not protected."""
+    if checked is None:
+        return {}
+    verdicts = Counter(a.audit.verdict for a in attacks)
+    worst = worst_by_cell(attacks)
+    return {"singletons": {
+        "checked": checked, "audits": {v: verdicts.get(v, 0) for v in VERDICTS},
+        "cells": [a.to_json() for _, a in sorted(worst.items())
+                  if a.audit.verdict != "protected"]}}
+
+
+def _render_singletons(attacks: tuple[SingletonAudit, ...], checked: int | None,
+                       console: Console) -> None:
+    if checked is None:
+        return
+    flagged = [a for _, a in sorted(worst_by_cell(attacks).items())
+               if a.audit.verdict != "protected"]
+    console.print(f"singletons: {checked} respondent(s) alone in a suppressed cell, "
+                  f"{len(attacks)} audit(s) of primary cells with their value known; "
+                  f"{len(flagged)} primary cell(s) not protected from one of them")
+    for a in flagged[:MAX_ATTACKS_SHOWN]:
+        console.print(f"[bold]{safe_text(a.audit.name)}[/bold]: {a.audit.verdict} "
+                      f"{interval_text(a.audit.integer or a.audit.lp)} to the single "
+                      f"contributor of {safe_text(a.singleton_name)}", highlight=False)
 
 
 def render(audit: TableAudit, console: Console, show_all: bool = False) -> None:
@@ -94,6 +126,7 @@ def render(audit: TableAudit, console: Console, show_all: bool = False) -> None:
         console.print(f"[bold]{safe_text(cell.name)}[/bold]: {cell.verdict} by "
                       + "; ".join(safe_text(e) for e in cell.attack.equations[:4])
                       + (" …" if len(cell.attack.equations) > 4 else ""), highlight=False)
+    _render_singletons(audit.singletons, audit.singletons_checked, console)
     if audit.all_protected:
         console.print("[green]every suppressed cell is protected[/green]")
 
@@ -206,6 +239,7 @@ def protection_json(done: TableProtection, out: Path | None = None) -> dict[str,
         "cost": float(result.cost), "cost_exact": str(result.cost),
         "audit": {v: verdicts.get(v, 0) for v in VERDICTS},
         "primary_cells": [c.to_json() for c in result.audit.cells],
+        **singletons_json(done.singletons, done.singletons_checked),
         "rounds": result.rounds, "out": None if out is None or not done.protected else str(out),
         "working": (str(working_path(out)) if out is not None and done.protected
                     and out.suffix.lower() in PUBLICATIONS else None),
@@ -226,6 +260,8 @@ def render_protection(done: TableProtection, out: Path, console: Console) -> Non
                   f"{result.elapsed_s:.2f} s; integer audit of the primary cells: {audited}")
     if result.note:
         console.print(safe_text(result.note), style="dim")
+    if done.singletons_checked is not None and not done.protected:
+        _render_singletons(done.singletons, done.singletons_checked, console)
     for rule, keys in done.excluded.items():
         count = f"{len(keys)} cell{'s' if len(keys) != 1 else ''}"
         line = f"not offered for suppression: {count} ({EXCLUSION_RULES[rule]})"

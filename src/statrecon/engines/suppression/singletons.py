@@ -18,7 +18,13 @@ from collections.abc import Sequence
 from dataclasses import replace
 from fractions import Fraction
 
-from statrecon.engines.intervals import AuditOptions, AuditResult, IntervalProblem, prepare
+from statrecon.engines.intervals import (
+    AuditOptions,
+    AuditResult,
+    IntervalProblem,
+    audit,
+    prepare,
+)
 from statrecon.engines.intervals.singletons import SingletonAudit, audit_singletons
 from statrecon.engines.solvers.cpsat import Deadline
 from statrecon.engines.suppression.entry import protect
@@ -96,8 +102,6 @@ def _grown(problem: IntervalProblem, before: ProtectResult, hidden: tuple[bool, 
            ) -> ProtectResult:
     """The result for the larger pattern ``hidden``: its stranger's audit re-run (a superset
     keeps every protection, but the audit is what proves it)."""
-    from statrecon.engines.intervals import audit  # lazy: only when a round added cells
-
     primaries = before.primary
     audited = audit(replace(problem, hidden=hidden), primaries,
                     AuditOptions(time_limit=None, deadline=deadline))
