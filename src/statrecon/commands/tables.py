@@ -251,8 +251,14 @@ def protect(
              "tables) or exact (a master MIP on HiGHS, or CP-SAT, with cuts from failed "
              "audits: proves the fewest cells, small tables).")] = "fast",
     cost: Annotated[str, typer.Option(
-        help="What to minimise: count (cells), value (their total), or cost (the table's "
-             "cost column, e.g. tau-Argus's COSTVAR).")] = "count",
+        help="What to minimise (tau-Argus's cost functions): count (cells: unity), value "
+             "(their total), cost (the table's cost column, e.g. tau-Argus's COSTVAR or an "
+             "a-priori file's C), frequency (their contributors) or distance (steps to the "
+             "nearest primary cell, 1 to 5 a variable).")] = "count",
+    cost_lambda: Annotated[float, typer.Option(
+        "--cost-lambda", min=0.0, max=10.0,
+        help="tau-Argus's lambda transformation of each cost: cost ** lambda (0.5: square "
+             "root), log(cost + 1) for 0.")] = 1.0,
     suppress_empty: Annotated[bool, typer.Option(
         "--suppress-empty", help="Offer empty cells (no contributors: value 0, frequency 0) "
         "for secondary suppression too; by default they are published, as tau-Argus does. "
@@ -268,6 +274,8 @@ def protect(
     """Choose secondary cells so that every primary cell is protected under the integer
     audit; every pattern is re-audited before it is written. Exit 0: written; 2: no pattern
     protects a primary cell; 3: none found within the time limit (nothing written)."""
+    from fractions import Fraction
+
     from statrecon.commands.options import time_limit_option
     from statrecon.commands.progress import step_bar
     from statrecon.engines.suppression import METHODS, ProtectOptions
@@ -300,7 +308,8 @@ def protect(
                                                                                  stage))
             done = protect_tables(tables, options, cost=cast(Any, cost),
                                   apriori=cast(Any, apriori), suppress_empty=suppress_empty,
-                                  singletons=singletons)
+                                  singletons=singletons,
+                                  cost_lambda=Fraction(str(cost_lambda)))
         if done.protected:
             report.write_protected(done.tables, out)
     if as_json:

@@ -11,7 +11,10 @@ from __future__ import annotations
 import time
 from contextlib import closing
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
 
 from statrecon.engines.intervals import (
     Apriori,
@@ -25,6 +28,13 @@ from statrecon.engines.intervals import (
 )
 from statrecon.engines.intervals.singletons import SingletonAudit, audit_singletons
 from statrecon.engines.suppression import ProtectOptions, ProtectResult, protect
+from statrecon.engines.suppression.costs import (
+    COST_FUNCTIONS,
+    CostFunction,
+    distance_costs,
+    transform,
+    tree_steps,
+)
 from statrecon.engines.suppression.singletons import protect_against_singletons
 from statrecon.errors import StatreconError
 from statrecon.runs.parallel import run_units
@@ -104,8 +114,8 @@ def audit_tables(tables: TableSet, options: AuditOptions | None = None, *,
                       len(alone) if singletons else None)
 
 
-Cost = Literal["count", "value", "cost"]
-COSTS: tuple[Cost, ...] = ("count", "value", "cost")
+Cost = CostFunction
+COSTS: tuple[Cost, ...] = COST_FUNCTIONS
 
 
 @dataclass(frozen=True)
@@ -153,13 +163,16 @@ def exclusion(cell: Cell, suppress_empty: bool) -> str | None:
 
 def protect_tables(tables: TableSet, options: ProtectOptions | None = None, *,
                    cost: Cost = "count", apriori: Apriori = "nonnegative",
-                   suppress_empty: bool = False, singletons: bool = False) -> TableProtection:
+                   suppress_empty: bool = False, singletons: bool = False,
+                   cost_lambda: Fraction = Fraction(1)) -> TableProtection:
     """Choose secondary cells so that every primary cell of ``tables`` is protected under the
     integer audit. Every published cell may be suppressed, zeros included, except those a
     rule of ``EXCLUSION_RULES`` keeps (``excluded`` of the result names them, so that an
     "infeasible" proof says over which cells it holds): protected (P) cells, and empty cells
-    unless ``suppress_empty``. ``cost``: minimise the number of cells, their total value, or
-    their cost column (tau-Argus's COSTVAR; a cell without one costs its value).
+    unless ``suppress_empty``. ``cost``: minimise the number of cells, their total value,
+    their cost column (tau-Argus's COSTVAR; a cell without one costs its value), their
+    contributors, or their distance to the primary cells, each cost transformed by
+    ``cost_lambda`` (:mod:`statrecon.engines.suppression.costs`).
     ``singletons``: also protect every primary cell against each respondent alone in a
     suppressed cell (:func:`singleton_cells`, once the pattern is chosen: a secondary cell
     with one contributor counts too)."""
@@ -173,12 +186,7 @@ def protect_tables(tables: TableSet, options: ProtectOptions | None = None, *,
                                                                               strict=True)]
     excluded = {name: tuple(k for k, r in zip(keys, rules, strict=True) if r == name)
                 for name in EXCLUSION_RULES}
-    if cost == "count":
-        costs = None
-    elif cost == "value":
-        costs = [c.value for c in cells]
-    else:
-        costs = [c.cost if c.cost is not None else c.value for c in cells]
+    costs = cell_costs(tables, cost, cost_lambda)
     attacks: tuple[SingletonAudit, ...] = ()
     alone = singleton_cells(tables, suppressed=False) if singletons else []
     if singletons:
@@ -191,3 +199,48 @@ def protect_tables(tables: TableSet, options: ProtectOptions | None = None, *,
     return TableProtection(marked, result, secondary,
                            {name: got for name, got in excluded.items() if got}, attacks,
                            sum(result.hidden[s] for s in alone) if singletons else None)
+
+
+def cell_costs(tables: TableSet, cost: Cost, lam: Fraction = Fraction(1)
+               ) -> list[Fraction] | None:
+    """What suppressing each cell of ``tables`` costs (``keys()`` order) under the cost
+    function ``cost`` and tau-Argus's lambda transformation; None: every cell 1."""
+    cells = tables.cells()
+    if cost == "count":
+        return None
+    if cost == "value":
+        found = [c.value for c in cells]
+    elif cost == "cost":
+        found = [c.cost if c.cost is not None else c.value for c in cells]
+    elif cost == "frequency":
+        unknown = next((c for c in cells if c.frequency is None), None)
+        if unknown is not None:
+            raise StatreconError(f"--cost frequency: cell {unknown.name} has no frequency")
+        found = [Fraction(c.frequency or 0) for c in cells]
+    else:
+        found = _distances(tables)
+    return list(transform(found, lam))
+
+
+def _distances(tables: TableSet) -> list[Fraction]:
+    """Each cell's distance cost (``costs.distance_costs``), the least over its tables."""
+    index = {k: j for j, k in enumerate(tables.keys())}
+    best = [float("inf")] * len(index)
+    for table in tables.tables:
+        hierarchies = [table.hierarchies[v] for v in table.variables]
+        steps = []
+        for h in hierarchies:
+            codes = h.codes()
+            steps.append(tree_steps([-1 if (p := h.parent(c)) is None else h.index(p)
+                                     for c in codes]))
+        grid = table.grid
+        flat_of = np.empty(grid.size, dtype=np.int64)
+        flat_of[grid.ravel()] = np.arange(grid.size)  # cell -> its flat grid position
+        primaries = [tuple(int(x) for x in np.unravel_index(flat_of[i], grid.shape))
+                     for i, c in enumerate(table.cells) if c.status is CellStatus.PRIMARY]
+        found = distance_costs(grid.shape, steps, primaries)
+        for flat, position in enumerate(grid.flat):
+            j = index[table.key(table.cells[int(position)])]
+            best[j] = min(best[j], float(found.flat[flat]))
+    return [Fraction(int(b)) if b != float("inf") else Fraction(1) for b in best]
+
