@@ -6,6 +6,7 @@ file and line, and each unsafe cell's protection levels from the rule that made 
 from __future__ import annotations
 
 from fractions import Fraction as F
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -167,3 +168,58 @@ def test_the_nk_rule_is_its_definition(contributions: list[int], n: int, k: int)
     if verdict is not None:
         assert verdict.upper == max(100 * sum(tops[:n], F(0)) / k - value, F(1))
         assert verdict.lower == min(verdict.upper, value)
+
+
+def _micro() -> Any:
+    import pandas as pd
+
+    return pd.DataFrame({"A": ["a", "a", "a", "b", "b", "b", "b"],
+                         "V": [70, 20, 10, 30, 30, 20, 20],
+                         "R": ["1", "0", "0", "0", "2", "0", "0"],
+                         "H": ["h1", "h1", "h2", "h3", "h4", "h5", "h6"]})
+
+
+def test_the_request_rule_on_microdata() -> None:
+    """REQ(60, 20, 0, 10): cell a's requesting contributor holds 70 % (> 60) of it, cell b's
+    (code 2) 30 % (> 20): both unsafe, protected by 10 %; the total's 70 of 200 is 35 %."""
+    from statrecon.tables import CellStatus
+    from statrecon.tables.rules import RuleColumns, TableSpec, table_with_safety_rules
+
+    spec = TableSpec(variables=["A"], response="V")
+    table = table_with_safety_rules(_micro(), spec, parse_safety_rule("REQ(60,20,0,10)", WHERE),
+                                    RuleColumns(request="R"))
+    primary = {c.code("A"): c.protection for c in table.cells
+               if c.status is CellStatus.PRIMARY}
+    assert primary == {"a": (10, 10), "b": (10, 10)}
+    quiet = table_with_safety_rules(_micro(), spec, parse_safety_rule("REQ(80,40,0,10)", WHERE),
+                                    RuleColumns(request="R"))
+    assert not any(c.status is CellStatus.PRIMARY for c in quiet.cells)
+
+
+def test_missing_codes_are_safe_with_mis() -> None:
+    from statrecon.tables import CellStatus
+    from statrecon.tables.rules import TableSpec, table_with_safety_rules
+
+    spec = TableSpec(variables=["A"], response="V")
+    table = table_with_safety_rules(_micro(), spec, parse_safety_rule("NK(1,50)|MIS(1)", WHERE),
+                                    missing={"A": ["a"]})
+    assert {c.code("A") for c in table.cells if c.status is CellStatus.PRIMARY} == set()
+    plain = table_with_safety_rules(_micro(), spec, parse_safety_rule("NK(1,50)", WHERE),
+                                    missing={"A": ["a"]})
+    assert {c.code("A") for c in plain.cells if c.status is CellStatus.PRIMARY} == {"a"}
+
+
+def test_rules_a_table_cannot_apply_are_refused() -> None:
+    from statrecon.errors import StatreconError
+    from statrecon.tables.rules import TableSpec, table_with_safety_rules
+
+    counts = TableSpec(variables=["A"])
+    with pytest.raises(StatreconError, match="frequency table") as caught:
+        table_with_safety_rules(_micro(), counts, parse_safety_rule("P(10,1)", WHERE))
+    assert caught.value.where == WHERE
+    spec = TableSpec(variables=["A"], response="V")
+    with pytest.raises(StatreconError, match="no weight variable"):
+        table_with_safety_rules(_micro(), spec, parse_safety_rule("P(10,1)|WGT(1)", WHERE))
+    with pytest.raises(StatreconError, match="holding variable"):
+        table_with_safety_rules(_micro(), spec,
+                                parse_safety_rule("FREQ(2,10)|FREQ(3,10)", WHERE))
