@@ -129,11 +129,19 @@ class _Basis:
         """Publishing a cell of residual r would determine some primary cell."""
         return bool(r) and bool(self.by_key.get(_key(r, self.p.of(r))))
 
+    def pivot(self, r: Vec) -> int:
+        """The column of r to pivot on: the one the fewest residuals and basis rows hold
+        (each of them is rewritten with the new row; Markowitz's rule for fill), then the
+        lowest. Any column gives the same residuals modulo the span, so the same pattern:
+        only the work changes."""
+        holders, rows = self.res_holders, self.span.holders
+        return min(r, key=lambda c: (len(holders.get(c, ())) + len(rows.get(c, ())), c))
+
     def publish(self, r: Vec) -> None:
         """Adds the residual r (consumed) to the published span."""
         if not r:
             return
-        q = min(r)
+        q = self.pivot(r)
         new = self.span.add(r, q)
         w0, w1, w2 = self.p.w
         a, b, c = self.p.of(new)  # the prints of the new row: its rest and 1 at q
