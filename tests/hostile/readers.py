@@ -155,6 +155,40 @@ def _cells(folder: Path) -> Path:
 CELL_ARGS = ["--dimensions", "a,b,c", "--value", "value", "--status", "status", "--frequency",
              "frequency"]
 
+MICRO_JOB = """<OPENMICRODATA> "m.asc"
+<OPENMETADATA> "m.rda"
+<SPECIFYTABLE> "Size""Region"|"Turnover"||
+<SAFETYRULE> FREQ(3,20)
+<READMICRODATA>
+<RECODE> 1, Size, "size.grc"
+<SUPPRESS> MOD(1)
+<WRITETABLE> (1, 2, AS+, "t.csv")
+"""
+MICRO_RDA = """<SEPARATOR> ";"
+Size 2 99
+  <RECODEABLE>
+Region 1
+  <RECODEABLE>
+  <HIERARCHICAL>
+  <HIERCODELIST> "region.hrc"
+  <HIERLEADSTRING> "@"
+Turnover 8
+  <NUMERIC>
+  <DECIMALS> 2
+"""
+
+
+def _micro_job(folder: Path) -> Path:
+    """A tau-Argus microdata job: free-format records, a hierarchy file, a recode file."""
+    (folder / "job.arb").write_text(MICRO_JOB, encoding="utf-8")
+    (folder / "m.rda").write_text(MICRO_RDA, encoding="utf-8")
+    (folder / "region.hrc").write_text("N\n@1\n@2\nS\n@3\n@4\n", encoding="utf-8")
+    (folder / "size.grc").write_text("1: 1-2\n", encoding="utf-8")
+    records = [f"{1 + i % 4};{1 + (i * 7) % 4};{(i * 37) % 500 + 10}.25" for i in range(40)]
+    (folder / "m.asc").write_text("".join(r + "\n" for r in records), encoding="utf-8")
+    return folder / "job.arb"
+
+
 # ------------------------------------------------------------------------------ census
 
 BLOCKS = [TRACT_A + "1000", TRACT_A + "1001"]
@@ -256,6 +290,15 @@ READERS: tuple[Reader, ...] = (
            code=lambda f, t: _sub(f / "firms.csv", ",S1,", f",{t},"),
            duplicate=lambda f: _sub(f / "spec.yaml", "response: turnover",
                                     "response: turnover\nresponse: turnover"), writes=True),
+    Reader("tau-Argus microdata job", ("tables/asc.py", "tables/job.py", "tables/recode.py"),
+           _micro_job,
+           lambda main, out: ["tables", "protect", str(main), "--out", str(out), "--out-dir",
+                              str(out.parent), "--quiet"],
+           number=lambda f, t: _sub(f / "m.asc", ";47.25", f";{t}"),
+           names=lambda f, t: _sub(f / "m.rda", '"region.hrc"', f'"{t}"'),
+           code=lambda f, t: _sub(f / "m.asc", "\n3;", f"\n{t};"),
+           duplicate=lambda f: _sub(f / "m.rda", "Region 1", "Region 1\nRegion 1"),
+           writes=True),
     Reader("table cells", ("tables/frames.py",), _cells,
            lambda main, out: ["tables", "protect", str(main), *CELL_ARGS, "--out", str(out),
                               "--quiet"],

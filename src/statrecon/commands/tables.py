@@ -15,6 +15,8 @@ import json
 import os
 import sys
 import time
+from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import Annotated, Any, cast
 
@@ -227,10 +229,14 @@ def _check_protect_out(out: Path, tables: Any, named: Any) -> None:
 @tables_app.command("protect")
 def protect(
     source: Source,
-    out: Annotated[Path, typer.Option(
+    out: Annotated[Path | None, typer.Option(
         help="The protected table: .tab (tau-Argus, with its .rda and .hrc beside it), .arb "
              "(linked tables: a tau-Argus batch file and a .tab per table), .csv or .parquet "
-             "(one row per cell with its status).")],
+             "(the publication, and its working file beside it). A tau-Argus job writes what "
+             "its <WRITETABLE> commands ask for; --out then also writes its tables.")] = None,
+    out_dir: Annotated[Path | None, typer.Option(
+        "--out-dir", help="A tau-Argus job: the folder its <WRITETABLE> files go to "
+                          "(default: the batch file's folder).")] = None,
     rda: Rda = None,
     recompute_totals: Recompute = None,
     dimensions: Dimensions = None,
@@ -246,19 +252,21 @@ def protect(
     sliding_protection: SlidingLevel = 0.0,
     manual_margin: ManualMargin = None,
     spec: SpecOption = None,
-    method: Annotated[str, typer.Option(
+    method: Annotated[str | None, typer.Option(
         help="fast (Gaussian elimination, then an audit-driven repair: large and linked "
              "tables) or exact (a master MIP on HiGHS, or CP-SAT, with cuts from failed "
-             "audits: proves the fewest cells, small tables).")] = "fast",
-    cost: Annotated[str, typer.Option(
+             "audits: proves the fewest cells, small tables). Default fast; a tau-Argus job: "
+             "its <SUPPRESS> (OPT exact, GH/MOD/NET fast).")] = None,
+    cost: Annotated[str | None, typer.Option(
         help="What to minimise (tau-Argus's cost functions): count (cells: unity), value "
              "(their total), cost (the table's cost column, e.g. tau-Argus's COSTVAR or an "
              "a-priori file's C), frequency (their contributors) or distance (steps to the "
-             "nearest primary cell, 1 to 5 a variable).")] = "count",
-    cost_lambda: Annotated[float, typer.Option(
+             "nearest primary cell, 1 to 5 a variable). Default count; a tau-Argus job: its "
+             "<SPECIFYTABLE>'s (the response's value unless it says).")] = None,
+    cost_lambda: Annotated[float | None, typer.Option(
         "--cost-lambda", min=0.0, max=10.0,
         help="tau-Argus's lambda transformation of each cost: cost ** lambda (0.5: square "
-             "root), log(cost + 1) for 0.")] = 1.0,
+             "root), log(cost + 1) for 0. Default 1 (a job: its own).")] = None,
     suppress_empty: Annotated[bool, typer.Option(
         "--suppress-empty", help="Offer empty cells (no contributors: value 0, frequency 0) "
         "for secondary suppression too; by default they are published, as tau-Argus does. "
@@ -272,10 +280,10 @@ def protect(
     quiet: Quiet = False,
 ) -> None:
     """Choose secondary cells so that every primary cell is protected under the integer
-    audit; every pattern is re-audited before it is written. Exit 0: written; 2: no pattern
-    protects a primary cell; 3: none found within the time limit (nothing written)."""
-    from fractions import Fraction
-
+    audit; every pattern is re-audited before it is written. A tau-Argus batch file with
+    microdata, <SUPPRESS> or <WRITETABLE> is carried out as a job and writes what it asks
+    for. Exit 0: written; 2: no pattern protects a primary cell; 3: none found within the
+    time limit (nothing written)."""
     from statrecon.commands.options import time_limit_option
     from statrecon.commands.progress import step_bar
     from statrecon.engines.suppression import METHODS, ProtectOptions
@@ -287,13 +295,22 @@ def protect(
     from statrecon.tables import load
 
     _check_apriori(apriori)
-    if method not in METHODS:
+    if method is not None and method not in METHODS:
         raise StatreconError(f"--method {method!r}: choose from {', '.join(METHODS)}")
-    if cost not in COSTS:
+    if cost is not None and cost not in COSTS:
         raise StatreconError(f"--cost {cost!r}: choose from {', '.join(COSTS)}")
-    if out.suffix.lower() not in (".tab", ".arb", ".csv", ".parquet"):
+    if out is not None and out.suffix.lower() not in (".tab", ".arb", ".csv", ".parquet"):
         raise StatreconError(f"--out {out}: write a .tab, .arb, .csv or .parquet file")
     limit = time_limit_option(time_limit, ProtectOptions.time_limit)
+    lam = None if cost_lambda is None else Fraction(str(cost_lambda))
+    if source.suffix.lower() == ".arb" and (out_dir is not None or _is_job(source)):
+        how = _JobHow(method, cost, lam, apriori, suppress_empty, singletons, limit)
+        _protect_job(source, out, out_dir, how, as_json, quiet)
+        return
+    if out is None:
+        raise StatreconError("give --out: where the protected table goes")
+    if out_dir is not None:
+        raise StatreconError("--out-dir is for a tau-Argus job's <WRITETABLE> files")
     start = time.monotonic()
     with hard_limit(backstop(limit), "reading and protecting the tables"):
         named = _inputs(source, rda, recompute_totals, dimensions, value, status, frequency,
@@ -301,15 +318,14 @@ def protect(
                         sliding_protection, manual_margin)
         tables = load(named)
         _check_protect_out(out, tables, named)
-        with step_bar(f"Protecting ({method})", quiet=quiet) as tell:
+        with step_bar(f"Protecting ({method or 'fast'})", quiet=quiet) as tell:
             left = None if limit is None else max(0.001, limit - (time.monotonic() - start))
-            options = ProtectOptions(method=cast(Any, method), time_limit=left,
+            options = ProtectOptions(method=cast(Any, method or "fast"), time_limit=left,
                                      on_progress=lambda stage, done, total: tell(done, total,
                                                                                  stage))
-            done = protect_tables(tables, options, cost=cast(Any, cost),
+            done = protect_tables(tables, options, cost=cast(Any, cost or "count"),
                                   apriori=cast(Any, apriori), suppress_empty=suppress_empty,
-                                  singletons=singletons,
-                                  cost_lambda=Fraction(str(cost_lambda)))
+                                  singletons=singletons, cost_lambda=lam or Fraction(1))
         if done.protected:
             report.write_protected(done.tables, out)
     if as_json:
@@ -319,4 +335,74 @@ def protect(
     if done.result.status == "infeasible":
         raise typer.Exit(EXIT_INFEASIBLE)
     if not done.protected:
+        raise typer.Exit(EXIT_UNKNOWN)
+
+
+def _is_job(source: Path) -> bool:
+    from statrecon.tables.job import is_job
+
+    return is_job(source)
+
+
+@dataclass(frozen=True)
+class _JobHow:
+    """The options of ``tables protect`` that a tau-Argus job's run takes."""
+
+    method: str | None
+    cost: str | None
+    cost_lambda: Any
+    apriori: str
+    suppress_empty: bool
+    singletons: bool
+    time_limit: float | None
+
+
+def _protect_job(source: Path, out: Path | None, out_dir: Path | None, how: _JobHow,
+                 as_json: bool, quiet: bool) -> None:
+    """``tables protect job.arb``: the job carried out (``runs/job.py``), what its
+    <WRITETABLE> commands ask for written, and ``--out`` too when given."""
+    from statrecon.commands.progress import step_bar
+    from statrecon.engines.suppression import ProtectOptions
+    from statrecon.exitcodes import EXIT_INFEASIBLE
+    from statrecon.interrupt import hard_limit
+    from statrecon.outputs import check_writable, check_writable_folder
+    from statrecon.report import job as job_report
+    from statrecon.report import output_console
+    from statrecon.report import tables as report
+    from statrecon.runs.job import JobOptions, check_outputs, run_job
+    from statrecon.tables import TableSource
+    from statrecon.tables.job import read_job
+
+    given = (("source", source),)
+    if out_dir is not None:
+        check_writable_folder(out_dir, "--out-dir")
+    with hard_limit(backstop(how.time_limit), "carrying out the job"):
+        job = read_job(source, out_dir)
+        check_outputs(job, given)
+        if out is not None:
+            check_writable(out, "--out", inputs_given=given)
+        elif not job.writes:
+            raise StatreconError(f"{source}: the job writes no table (no <WRITETABLE>); give "
+                                 "--out")
+        with step_bar("Protecting (job)", quiet=quiet) as tell:
+            options = ProtectOptions(time_limit=how.time_limit,
+                                     on_progress=lambda stage, done, total: tell(done, total,
+                                                                                 stage))
+            run = run_job(job, JobOptions(options, how.method, cast(Any, how.cost),
+                                          how.cost_lambda, cast(Any, how.apriori),
+                                          how.suppress_empty, how.singletons))
+        if out is not None and run.status == "written":
+            tables = run.linked()
+            _check_protect_out(out, tables, TableSource(source))
+            written = report.write_protected(tables, out)
+    if as_json:
+        sys.stdout.write(json.dumps(job_report.job_json(run)) + "\n")
+    else:
+        job_report.render_job(run, output_console())
+        if out is not None and run.status == "written":
+            output_console().print(f"--out: wrote {', '.join(map(str, written))} (the job's "
+                                   "tables, linked)", highlight=False)
+    if run.status == "infeasible":
+        raise typer.Exit(EXIT_INFEASIBLE)
+    if run.status != "written":
         raise typer.Exit(EXIT_UNKNOWN)

@@ -248,6 +248,20 @@ def protection_json(done: TableProtection, out: Path | None = None) -> dict[str,
 
 
 def render_protection(done: TableProtection, out: Path, console: Console) -> None:
+    render_pattern(done, console)
+    if done.protected and out.suffix.lower() in PUBLICATIONS:
+        console.print(f"wrote {safe_text(out)} (the publication: suppressed cells shown as "
+                      f"{SUPPRESSED_FLAG}) and {safe_text(working_path(out))} (the working "
+                      "file: true values, never to publish)")
+    elif done.protected:
+        console.print(f"wrote {safe_text(out)} (tau-Argus input: true values, a working file)")
+    else:
+        console.print("nothing written: no pattern that protects every primary cell was "
+                      "proven", style="yellow")
+
+
+def render_pattern(done: TableProtection, console: Console) -> None:
+    """The pattern found: its status, cells, cost and audit, and the cells not offered."""
     result = done.result
     primary = len(result.primary)
     verdicts = Counter(c.verdict for c in result.audit.cells)
@@ -270,15 +284,6 @@ def render_protection(done: TableProtection, out: Path, console: Console) -> Non
             more = f"; and {len(keys) - 5} more" if len(keys) > 5 else ""
             line += ": " + "; ".join(names) + more
         console.print(safe_text(line), style="dim")
-    if done.protected and out.suffix.lower() in PUBLICATIONS:
-        console.print(f"wrote {safe_text(out)} (the publication: suppressed cells shown as "
-                      f"{SUPPRESSED_FLAG}) and {safe_text(working_path(out))} (the working "
-                      "file: true values, never to publish)")
-    elif done.protected:
-        console.print(f"wrote {safe_text(out)} (tau-Argus input: true values, a working file)")
-    else:
-        console.print("nothing written: no pattern that protects every primary cell was "
-                      "proven", style="yellow")
 
 
 SUPPRESSED_FLAG = "x"  # what a publication shows for a suppressed cell

@@ -99,7 +99,11 @@ def load(source: TableSource) -> TableSet:
         None if source.recompute is None else ("recompute" if source.recompute else "check"))
     if suffix == ".arb":
         # lazy: each format's reader loads only when its files are read
+        from statrecon.tables.job import job_tables, link, opens_microdata, read_job
         from statrecon.tables.tauargus import read_arb
+
+        if opens_microdata(source.path):  # a microdata job: its tables before <SUPPRESS>
+            return link(job_tables(read_job(source.path)))
 
         return read_arb(source.path, additivity=additivity, manual_margin=source.manual_margin)
     if suffix == ".tab":
