@@ -14,7 +14,7 @@ command asks for protection), linked where they can be.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
@@ -251,9 +251,16 @@ def _write(state: _State, step: WriteTable, how: JobOptions,
         group = next((p.tables for p in reversed(protected) if step.table in p.tables),
                      (step.table,))
         bounds = _bounds(state, group, step.table, how)
+    return write_texts(jt, step, bounds)
+
+
+def write_texts(jt: JobTable, step: WriteTable, bounds: Mapping[int, Bounds] | None = None
+                ) -> dict[Path, str]:
+    """The files one ``<WRITETABLE>`` writes of a job's table as it stands (path -> text)."""
     rules = jt.spec.rules
-    tops = max([rules.individual.tops if rules is not None else 0,
-                *(len(c.top) for c in jt.table.cells)])
+    # as many largest contributions as tau-Argus keeps: what the rules read
+    tops = (rules.individual.tops if rules is not None else
+            max((len(c.top) for c in jt.table.cells), default=0))
     p_rule = rules is not None and any(isinstance(r, PRule)
                                        for r in rules.individual.magnitude)
     output = Output(jt.table, [jt.status_number(i) for i in range(len(jt.table.cells))],
