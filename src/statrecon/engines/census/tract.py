@@ -56,6 +56,22 @@ class CellMatrices:
     #                          block table tells the two apart)
     is_count: np.ndarray  # per block cell: a count (True) or a median (P13)
     group_sizes: dict[int, tuple[int, ...]]  # median cell -> count cells summing to its group
+    # derived, for compile_tract: block cells x classes of block_class (the cells over each
+    # class), how many count cells lie over each class, how many tract cells over each
+    # attribute cell, and the block cells over each attribute cell (GRID_SIZE x block cells)
+    class_cells: sp.csr_matrix = field(init=False)
+    class_cover: np.ndarray = field(init=False)
+    tract_cover: np.ndarray = field(init=False)
+    cells_over: sp.csr_matrix = field(init=False)
+
+    def __post_init__(self) -> None:
+        first = np.unique(self.block_class, return_index=True)[1]  # one attribute cell each
+        by_class = self.block[:, first].tocsr()
+        cover = np.asarray(by_class[np.flatnonzero(self.is_count)].sum(axis=0)).ravel()
+        object.__setattr__(self, "class_cells", by_class)
+        object.__setattr__(self, "class_cover", cover)
+        object.__setattr__(self, "tract_cover", np.asarray(self.tract.sum(axis=0)).ravel())
+        object.__setattr__(self, "cells_over", self.block.T.tocsr())
 
     @classmethod
     def build(cls, cells: tuple[Sf1Cell, ...]) -> CellMatrices:
@@ -262,13 +278,20 @@ MAX_TRACT_VARIABLES = 200_000
 
 
 def _free_cells(tables: TractTables, mats: CellMatrices) -> tuple[np.ndarray, np.ndarray]:
-    """(block position, attribute cell) of every count no published zero forbids."""
+    """(block position, attribute cell) of every count no published zero forbids.
+
+    An attribute cell is free in a block when every count cell containing it is nonzero there,
+    and every tract cell containing it in the tract. The nonzero cells are counted, not the
+    zeros (most of a block's cells), over the classes of attribute cells that the same count
+    cells contain (``block_class``, a third as many): the same cells, three times faster.
+    """
     vb = tables.block_values
-    zero_block = sp.csr_matrix(((vb == 0) & mats.is_count[None, :]).astype(np.int32))
-    forbidden = (zero_block @ mats.block).toarray() > 0
-    zero_tract = (tables.tract_values == 0).astype(np.int8)
-    forbidden |= (sp.csr_matrix(zero_tract[None, :]) @ mats.tract).toarray() > 0
-    block_of, cell_of = np.nonzero(~forbidden)
+    nonzero = sp.csr_matrix(((vb != 0) & mats.is_count[None, :]).astype(np.int32))
+    free_class = (nonzero @ mats.class_cells).toarray() == mats.class_cover[None, :]
+    tract = sp.csr_matrix((tables.tract_values != 0).astype(np.int32)[None, :])
+    free = free_class[:, mats.block_class]
+    free &= (tract @ mats.tract).toarray() == mats.tract_cover[None, :]
+    block_of, cell_of = np.nonzero(free)
     return block_of, cell_of
 
 
@@ -277,29 +300,40 @@ def model_variables(tables: TractTables, mats: CellMatrices) -> int:
     return len(_free_cells(tables, mats)[0])
 
 
+def _block_entries(mats: CellMatrices, block_of: np.ndarray, cell_of: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """(row key, variable) of every variable in a count cell of its block, sorted by key then
+    variable; a key is ``block position * block cells + cell``."""
+    over = mats.cells_over[cell_of]  # variable -> the block cells containing it
+    var = np.repeat(np.arange(len(cell_of)), np.diff(over.indptr))
+    cell = over.indices.astype(np.int64)
+    keep = mats.is_count[cell]
+    var, cell = var[keep], cell[keep]
+    key = block_of[var] * len(mats.block_cells) + cell
+    order = np.lexsort((var, key))
+    return key[order], var[order]
+
+
 def compile_tract(tables: TractTables, mats: CellMatrices) -> _Model:
     """Variables where no published zero forbids them; one equality per nonzero cell."""
     vb = tables.block_values
     counts = mats.is_count
     block_of, cell_of = _free_cells(tables, mats)
     model = cp_model.CpModel()
+    key, var = _block_entries(mats, block_of, cell_of)
+    n_cells = len(mats.block_cells)
     # Upper bound of each count: the smallest published cell containing it.
-    count_rows = np.flatnonzero(counts)
-    sub = mats.block[count_rows][:, cell_of].tocsc()
-    ub = np.full(len(cell_of), int(vb[:, count_rows].max(initial=0)), dtype=np.int64)
-    for j in range(len(cell_of)):
-        rows = count_rows[sub.indices[sub.indptr[j]:sub.indptr[j + 1]]]
-        if len(rows):
-            ub[j] = vb[block_of[j], rows].min()
+    ub = np.full(len(cell_of), int(vb[:, counts].max(initial=0)), dtype=np.int64)
+    np.minimum.at(ub, var, vb.ravel()[key])
     x = [model.new_int_var(0, int(u), f"x{j}") for j, u in enumerate(ub)]
     rows_out: list[tuple[str, list[int], int]] = []
-    starts = np.searchsorted(block_of, np.arange(len(tables.blocks) + 1))
-    for b, block in enumerate(tables.blocks):
-        lo, hi = starts[b], starts[b + 1]
-        part = mats.block[:, cell_of[lo:hi]].tocsr()
-        for k in np.flatnonzero((vb[b] > 0) & counts):
-            idx = (part.indices[part.indptr[k]:part.indptr[k + 1]] + lo).tolist()
-            rows_out.append((f"{block} {mats.block_cells[k]}", idx, int(vb[b, k])))
+    # one equality per positive count cell of a block, in block then cell order
+    rows = np.flatnonzero(((vb > 0) & counts[None, :]).ravel())
+    lo, hi = np.searchsorted(key, rows), np.searchsorted(key, rows, side="right")
+    for r, a, b in zip(rows.tolist(), lo.tolist(), hi.tolist(), strict=True):
+        block, cell = divmod(r, n_cells)
+        rows_out.append((f"{tables.blocks[block]} {mats.block_cells[cell]}", var[a:b].tolist(),
+                         int(vb[block, cell])))
     tract_part = mats.tract[:, cell_of].tocsr()
     for k in np.flatnonzero(tables.tract_values > 0):
         idx = tract_part.indices[tract_part.indptr[k]:tract_part.indptr[k + 1]].tolist()
@@ -308,6 +342,7 @@ def compile_tract(tables: TractTables, mats: CellMatrices) -> _Model:
     for _, idx, value in rows_out:
         model.add(cp_model.LinearExpr.sum([x[i] for i in idx]) == value)
     m = _Model(model, x, block_of, cell_of, rows_out)
+    starts = np.searchsorted(block_of, np.arange(len(tables.blocks) + 1))
     _compile_medians(m, tables, mats, starts)
     return m
 
