@@ -167,3 +167,55 @@ def test_audit_of_a_microdata_job_audits_its_primary_pattern(run_cli: CliRunner)
     code, out, _err = run_cli("tables", "audit", CHECK / "ex2" / "batch_ex2.arb")
     assert code == 4
     assert "1 suppressed cells audited" in out and "region=A, gender=female" in out
+
+
+def test_the_example_job_writes_publications_and_working_files(run_cli: CliRunner,
+                                                               tmp_path: Path) -> None:
+    """examples/tables/tauargus/testw/protect.arb: CSV (a publication), SBS (its publication
+    without the true values, the working file with them), the intermediate file with the
+    audit (a working file only, with its .rda and .hrc files)."""
+    folder = _copy(TESTW, tmp_path)
+    code, _out, err = run_cli("tables", "protect", folder / "protect.arb", "--quiet")
+    assert code == 0, err
+    written = sorted(p.name for p in folder.iterdir() if p.name.startswith("size_region"))
+    assert written == ["size_region.csv", "size_region.working.rda",
+                       "size_region.working.tab", "size_region.working_Region.hrc",
+                       "size_region.working_Size.hrc", "size_region_sbs.csv",
+                       "size_region_sbs.working.csv"]
+    public = (folder / "size_region_sbs.csv").read_text()
+    working = (folder / "size_region_sbs.working.csv").read_text()
+    assert ",x," in public and ",x," not in working
+    audited = [line.split(";") for line in
+               (folder / "size_region.working.tab").read_text().splitlines()]
+    suppressed = [f for f in audited if f[8] in ("U", "M")]
+    assert suppressed and all(len(f) == 19 and f[11] and f[12] for f in suppressed)
+    assert all(float(f[11]) <= float(f[2]) <= float(f[12]) for f in suppressed)
+
+
+@pytest.mark.parametrize(("publish", "header"), [("values", "Size,Region,value"),
+                                                 ("masked", "Size,Region,value,flag"),
+                                                 ("pivot", ',"Total","Nr"')])
+def test_the_forms_of_a_publication(run_cli: CliRunner, tmp_path: Path, publish: str,
+                                    header: str) -> None:
+    arb = ROOT / "examples" / "tables" / "tauargus" / "TestTable.arb"
+    code, _out, err = run_cli("tables", "protect", arb, "--out", tmp_path / "p.csv",
+                              "--publish", publish, "--quiet")
+    assert code == 0, err
+    text = (tmp_path / "p.csv").read_text()
+    assert text.startswith(header)
+    working = list(csv.DictReader((tmp_path / "p.working.csv").open()))
+    hidden = [r["status"] in ("primary", "secondary") for r in working]
+    if publish == "pivot":  # the layout: a value or x per cell, a row per Size code
+        cells = [v for line in text.splitlines()[1:] if line for v in line.split(",")[1:]]
+        assert [v == "x" for v in cells] == hidden
+        return
+    rows = list(csv.DictReader((tmp_path / "p.csv").open()))
+    assert len(rows) == len(working)
+    for row, true, secret in zip(rows, working, hidden, strict=True):
+        assert (row["Size"], row["Region"]) == (true["Size"], true["Region"])
+        if publish == "values":
+            assert row["value"] == ("x" if secret else true["value"])
+        else:
+            assert (row["value"], row["flag"]) == (
+                ("", "x") if secret else ("", "-") if true["status"] == "empty" else
+                (true["value"], ""))

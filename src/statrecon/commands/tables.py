@@ -234,6 +234,12 @@ def protect(
              "(linked tables: a tau-Argus batch file and a .tab per table), .csv or .parquet "
              "(the publication, and its working file beside it). A tau-Argus job writes what "
              "its <WRITETABLE> commands ask for; --out then also writes its tables.")] = None,
+    publish: Annotated[str, typer.Option(
+        "--publish", help="The form of a .csv/.parquet --out publication (a suppressed "
+        "value is never in it): values (the codes and each value, x where suppressed), "
+        "masked (the value blank where suppressed, a flag column: x suppressed, - empty) or "
+        "pivot (CSV: the table's layout, tau-Argus's CSV). The working file beside it has "
+        "every true value.")] = "values",
     out_dir: Annotated[Path | None, typer.Option(
         "--out-dir", help="A tau-Argus job: the folder its <WRITETABLE> files go to "
                           "(default: the batch file's folder).")] = None,
@@ -301,10 +307,13 @@ def protect(
         raise StatreconError(f"--cost {cost!r}: choose from {', '.join(COSTS)}")
     if out is not None and out.suffix.lower() not in (".tab", ".arb", ".csv", ".parquet"):
         raise StatreconError(f"--out {out}: write a .tab, .arb, .csv or .parquet file")
+    if publish not in ("values", "masked", "pivot") or (
+            publish == "pivot" and out is not None and out.suffix.lower() != ".csv"):
+        raise StatreconError(f"--publish {publish!r}: values, masked, or pivot (a .csv --out)")
     limit = time_limit_option(time_limit, ProtectOptions.time_limit)
     lam = None if cost_lambda is None else Fraction(str(cost_lambda))
     if source.suffix.lower() == ".arb" and (out_dir is not None or _is_job(source)):
-        how = _JobHow(method, cost, lam, apriori, suppress_empty, singletons, limit)
+        how = _JobHow(method, cost, lam, apriori, suppress_empty, singletons, limit, publish)
         _protect_job(source, out, out_dir, how, as_json, quiet)
         return
     if out is None:
@@ -327,7 +336,7 @@ def protect(
                                   apriori=cast(Any, apriori), suppress_empty=suppress_empty,
                                   singletons=singletons, cost_lambda=lam or Fraction(1))
         if done.protected:
-            report.write_protected(done.tables, out)
+            report.write_protected(done.tables, out, publish)
     if as_json:
         sys.stdout.write(json.dumps(report.protection_json(done, out)) + "\n")
     else:
@@ -355,6 +364,7 @@ class _JobHow:
     suppress_empty: bool
     singletons: bool
     time_limit: float | None
+    publish: str = "values"
 
 
 def _protect_job(source: Path, out: Path | None, out_dir: Path | None, how: _JobHow,
@@ -394,7 +404,7 @@ def _protect_job(source: Path, out: Path | None, out_dir: Path | None, how: _Job
         if out is not None and run.status == "written":
             tables = run.linked()
             _check_protect_out(out, tables, TableSource(source))
-            written = report.write_protected(tables, out)
+            written = report.write_protected(tables, out, how.publish)
     if as_json:
         sys.stdout.write(json.dumps(job_report.job_json(run)) + "\n")
     else:

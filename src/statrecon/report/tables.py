@@ -17,6 +17,7 @@ from rich.table import Table as RichTable
 
 from statrecon.engines.intervals import CellAudit, Interval, Verdict
 from statrecon.engines.intervals.singletons import SingletonAudit, worst_by_cell
+from statrecon.errors import StatreconError
 from statrecon.report import safe_text
 from statrecon.report.table_grid import CSS as GRID_CSS
 from statrecon.report.table_grid import grids_html, interval_text, legend_html, number_text
@@ -295,16 +296,22 @@ def working_path(out: Path) -> Path:
     return out.with_name(f"{out.stem}.working{out.suffix}")
 
 
-def write_protected(tables: TableSet, out: Path) -> tuple[Path, ...]:
+PUBLISH = ("values", "masked", "pivot")  # the forms of a CSV/Parquet publication
+
+
+def write_protected(tables: TableSet, out: Path, publish: str = "values") -> tuple[Path, ...]:
     """The protected table(s), written atomically; returns the paths written.
 
-    CSV or Parquet: the *publication* ``out`` (the codes and each cell's value, a suppressed
-    cell's value replaced by ``x``: a publication never carries a suppressed cell's true
-    value) and, beside it, the *working file* ``<stem>.working<suffix>`` (every true value,
-    status, frequency, protection level and largest contribution, for the audit and the
-    publisher's records; never to be published). tau-Argus ``.tab`` (one table) or ``.arb``
-    (linked tables: a ``.tab`` and ``.rda`` per table and the batch file that links them):
-    tau-Argus's input, which is a working file too."""
+    CSV or Parquet: the *publication* ``out`` and, beside it, the *working file*
+    ``<stem>.working<suffix>`` (every true value, status, frequency, protection level and
+    largest contribution, for the audit and the publisher's records; never to be published).
+    A publication never carries a suppressed cell's true value; ``publish`` chooses its form:
+    ``values`` the codes and each cell's value, a suppressed one ``x``; ``masked`` the codes,
+    the value (blank where suppressed or empty) and a ``flag`` column (``x`` suppressed, ``-``
+    empty); ``pivot`` (CSV) the table's layout, tau-Argus's CSV (``tables/writetable.py``),
+    one block per table. tau-Argus ``.tab`` (one table) or ``.arb`` (linked tables: a ``.tab``
+    and ``.rda`` per table and the batch file that links them): tau-Argus's input, which is a
+    working file too."""
     # lazy: the writers (and pandas) load only when a protected table is written
     from statrecon.outputs import atomic_outputs
     from statrecon.tables.tauargus import write_arb, write_tab
@@ -314,10 +321,16 @@ def write_protected(tables: TableSet, out: Path) -> tuple[Path, ...]:
     if out.suffix.lower() == ".arb":
         return write_arb(tables, out)
     parquet = out.suffix.lower() == ".parquet"
-    working, published = _frames(tables, parquet)
+    if publish not in PUBLISH or (publish == "pivot" and parquet):
+        raise StatreconError(f"--publish {publish!r}: values, masked, or pivot (CSV only)")
+    working, published = _frames(tables, parquet, publish)
     paths = (out, working_path(out))
     with atomic_outputs(*paths) as (tmp_out, tmp_working):
+        if publish == "pivot":
+            tmp_out.write_text(_pivot(tables), encoding="utf-8")
         for frame, tmp in ((published, tmp_out), (working, tmp_working)):
+            if frame is None:
+                continue
             if parquet:
                 frame.to_parquet(tmp, index=False)
             else:
@@ -325,9 +338,25 @@ def write_protected(tables: TableSet, out: Path) -> tuple[Path, ...]:
     return paths
 
 
-def _frames(tables: TableSet, parquet: bool) -> tuple[Any, Any]:
+def _pivot(tables: TableSet) -> str:
+    """Each table in its layout (tau-Argus's CSV), a ``"table",name`` line above each of
+    linked tables."""
+    from statrecon.tables.writetable import Output, csv_text  # lazy: as write_protected
+
+    blocks = []
+    for table in tables.tables:
+        statuses = [3 if c.status.suppressed else 14 if c.status.value == "empty" else 1
+                    for c in table.cells]
+        text = csv_text(Output(table, statuses, table.decimals))
+        blocks.append(text if len(tables.tables) == 1 else
+                      f'"table","{table.name}"\n{text}')
+    return "".join(blocks)
+
+
+def _frames(tables: TableSet, parquet: bool, publish: str = "values") -> tuple[Any, Any]:
     """The working frame (every column of ``to_frame``, exact numbers) and the publication
-    (codes and values, suppressed values replaced by the flag)."""
+    (codes and values, suppressed values replaced by the flag; ``masked``: blank, with a
+    flag column; ``pivot``: none, written apart)."""
     # lazy: pandas loads only when a protected table is written
     import pandas as pd
 
@@ -343,6 +372,15 @@ def _frames(tables: TableSet, parquet: bool) -> tuple[Any, Any]:
     codes = [c for c in working.columns if c in {v for t in tables.tables for v in t.variables}]
     published = working[(["table"] if len(tables.tables) > 1 else []) + codes].copy()
     suppressed = working["status"].isin(["primary", "secondary"])
+    if publish == "pivot":
+        return working, None
+    if publish == "masked":
+        empty = working["status"] == "empty"
+        published["value"] = ["" if hidden or none else str(v) for v, hidden, none
+                              in zip(working["value"], suppressed, empty, strict=True)]
+        published["flag"] = [SUPPRESSED_FLAG if hidden else "-" if none else ""
+                             for hidden, none in zip(suppressed, empty, strict=True)]
+        return working, published
     published["value"] = [SUPPRESSED_FLAG if hidden else str(v)
                           for v, hidden in zip(working["value"], suppressed, strict=True)]
     return working, published

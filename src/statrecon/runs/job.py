@@ -210,6 +210,11 @@ def _suppress(state: _State, step: Suppress, how: JobOptions, start: float,
                          f"{step.table}: they share cells")
         method = how.method or step.statrecon_method
         tables = [state.get(n) for n in group]
+        if not any(c.status is CellStatus.PRIMARY for t in tables for c in t.table.cells):
+            notes.append(f"table{'s' if len(group) > 1 else ''} "
+                         f"{', '.join(map(str, group))}: no primary cell, nothing to protect")
+            state.protected.update(group)
+            continue
         cost, lam = _cost(state.job, tables, how)
         left = how.options.time_limit
         if left is not None:

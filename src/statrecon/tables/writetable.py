@@ -298,7 +298,7 @@ def _audit_fields(output: Output, i: int, cell: Cell,
                   number: Callable[[Fraction], str]) -> list[str]:
     bounds = (output.bounds or {}).get(i)
     if bounds is None or not cell.status.suppressed:
-        return ["0"] * 3 + ["0"] * 3 + ["", ""]
+        return ["0"] * 8
     low, high, integer_low, integer_high = bounds
     value = cell.value
 
