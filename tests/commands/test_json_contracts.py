@@ -221,3 +221,23 @@ def test_reconstruct_says_which_engine_answered_and_why(run_cli: CliRunner) -> N
         assert (data["route"]["engine"], data["route"]["method"], data["method"]) == (
             engine, method, method)
         assert data["route"]["reason"].startswith(reason), data["route"]
+
+
+TABLES_JOB = {"status", "tables", "protected", "written", "notes", "elapsed_s"}
+TABLES_JOB_TABLE = {"number", "name", "variables", "response", "cells", "primary",
+                    "secondary"}
+TABLES_JOB_PROTECTED = {"tables", "method", "status", "primary", "secondary", "cost",
+                        "cost_exact", "audit", "elapsed_s"}
+
+
+def test_tables_protect_of_a_job_keys(run_cli: CliRunner, tmp_path: Path) -> None:
+    """``tables protect job.arb --json``: a tau-Argus job carried out."""
+    shutil.copytree(ROOT / "tests" / "data" / "checktauargus" / "ex2", tmp_path / "ex2")
+    code, out, err = run_cli("tables", "protect", tmp_path / "ex2" / "batch_ex2.arb",
+                             "--json", "--quiet")
+    assert code == 0, err
+    data = json.loads(out)
+    keys(data, TABLES_JOB, "tables protect (job)")
+    keys(data["tables"][0], TABLES_JOB_TABLE, "tables[]")
+    keys(data["protected"][0], TABLES_JOB_PROTECTED, "protected[]")
+    keys(data["written"][0], {"path", "working"}, "written[]")
