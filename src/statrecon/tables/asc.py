@@ -33,7 +33,6 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -309,7 +308,8 @@ def _no_overlap(meta: MicroMetadata) -> None:
 @dataclass(frozen=True)
 class Records:
     """The records of a microdata file: one row per record, a column per variable read
-    (codes as padded text, numbers as exact Fractions), and each row's line in the file."""
+    (codes as padded text, numbers as their checked text, read exactly where they are
+    summed), and each row's line in the file."""
 
     path: Path
     meta: MicroMetadata
@@ -359,29 +359,48 @@ def _fields(path: Path, meta: MicroMetadata) -> tuple[list[int], list[list[str]]
     """Each variable's field of every record (free format: trimmed and padded), and the
     line of every record."""
     numbers: list[int] = []
-    fields: list[list[str]] = [[] for _ in meta.variables]
-    width: int | None = None
+    lines: list[str] = []
     for number, line in _lines(path):
-        where = f"{path}:{number}"
         if len(line) > MAX_RECORD:
+            where = f"{path}:{number}"
             raise StatreconError(f"{where}: a record of {len(line):,} characters (at most "
                                  f"{MAX_RECORD:,})", where=where)
-        if meta.separator is None:
-            width = _check_width(meta, line, width, where)
-            for i, v in enumerate(meta.variables):
-                assert v.position is not None
-                fields[i].append(line[v.position - 1:v.end])
-        else:
-            parts = line.split(meta.separator)
-            if len(parts) < len(meta.variables):
-                raise StatreconError(f"{where}: {len(parts)} fields, but {meta.path.name} "
-                                     f"declares {len(meta.variables)} variables", where=where)
-            for i, v in enumerate(meta.variables):
-                fields[i].append(_free(parts[i], v, meta, where))
         numbers.append(number)
+        lines.append(line)
     if not numbers:
         raise StatreconError(f"{path}: the microdata file has no records", where=str(path))
+    if meta.separator is None:
+        return numbers, _fixed(path, meta, numbers, lines)
+    fields: list[list[str]] = [[] for _ in meta.variables]
+    for number, line in zip(numbers, lines, strict=True):
+        parts = line.split(meta.separator)
+        if len(parts) < len(meta.variables):
+            where = f"{path}:{number}"
+            raise StatreconError(f"{where}: {len(parts)} fields, but {meta.path.name} "
+                                 f"declares {len(meta.variables)} variables", where=where)
+        for i, v in enumerate(meta.variables):
+            fields[i].append(_free(parts[i], v, meta, f"{path}:{number}"))
     return numbers, fields
+
+
+def _fixed(path: Path, meta: MicroMetadata, numbers: list[int], lines: list[str]
+           ) -> list[list[str]]:
+    """Fixed width: every record of the first one's length (every variable within it), each
+    field cut out of all records at once."""
+    _check_width(meta, lines[0], None, f"{path}:{numbers[0]}")
+    lengths = np.fromiter(map(len, lines), dtype=np.int64, count=len(lines))
+    wrong = np.flatnonzero(lengths != lengths[0])
+    if len(wrong):
+        i = int(wrong[0])
+        _check_width(meta, lines[i], int(lengths[0]), f"{path}:{numbers[i]}")
+    width = int(lengths[0])
+    grid = np.array(lines, dtype=f"U{width}").view("U1").reshape(len(lines), width)
+    fields = []
+    for v in meta.variables:
+        assert v.position is not None
+        part = np.ascontiguousarray(grid[:, v.position - 1:v.end])
+        fields.append(part.view(f"U{v.length}").ravel().tolist())  # blanks kept
+    return fields
 
 
 def _check_width(meta: MicroMetadata, line: str, width: int | None, where: str) -> int:
@@ -412,19 +431,21 @@ def _free(text: str, v: MicroVariable, meta: MicroMetadata, where: str) -> str:
     return code.rjust(v.length)
 
 
-def _numbers(raw: list[str], v: MicroVariable, path: Path, lines: list[int]) -> list[Fraction]:
-    """A numeric field read exactly, each distinct text once (blank is 0, as tau-Argus)."""
-    read: dict[str, Fraction] = {}
+def _numbers(raw: list[str], v: MicroVariable, path: Path, lines: list[int]) -> list[str]:
+    """A numeric field checked as a number, each distinct text once, and kept as its text
+    (read exactly where it is summed; blank is 0, as tau-Argus's ``strtod`` reads it)."""
+    read: dict[str, str] = {}
     out = []
     for row, text in enumerate(raw):
         value = read.get(text)
         if value is None:
             try:
-                value = parse_number(text) if text.strip() else Fraction(0)
+                if text.strip():
+                    parse_number(text)
             except NumberError as e:
                 where = f"{path}:{lines[row]}"
                 raise StatreconError(f"{where}: {v.name}: {e}", where=where) from None
-            read[text] = value
+            value = read[text] = text.strip() or "0"
         out.append(value)
     return out
 

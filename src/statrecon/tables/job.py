@@ -47,7 +47,7 @@ from statrecon.errors import StatreconError
 from statrecon.tables import _rda, asc
 from statrecon.tables.model import CellStatus, Hierarchy, Table, TableSet, check_grid_size
 from statrecon.tables.recode import Recoding, grc_recode, tree_recode, truncate
-from statrecon.tables.safety import SafetyRules, assess, parse_safety_rule
+from statrecon.tables.safety import SafetyRules, assess, cell_facts, parse_safety_rule
 
 if TYPE_CHECKING:
     from statrecon.tables.rules import RuleColumns, TableSpec
@@ -569,8 +569,16 @@ def _reasons(table: Table, frame: pd.DataFrame, spec: TableSpec, rules: SafetyRu
     primary = [i for i, c in enumerate(table.cells) if c.status is CellStatus.PRIMARY]
     if not primary:
         return {}
+    if not (rules.weighted or rules.needs_holding or rules.individual.request):
+        # records alone: what a cell carries (its frequency, largest contributions) is all
+        found: dict[int, str] = {}
+        for i in primary:
+            own, _none = cell_facts(i, table.cells[i])
+            verdict = assess(table.cells[i].value, own, rules)
+            found[i] = verdict.reason if verdict is not None else "manual"
+        return found
     facts = tabulation._rule_facts(frame, table, spec, rules, columns, source)
-    found: dict[int, str] = {}
+    found = {}
     for i in primary:
         own, held = facts[i]
         verdict = assess(table.cells[i].value, own, rules, held)
