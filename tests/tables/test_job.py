@@ -219,3 +219,25 @@ def test_the_forms_of_a_publication(run_cli: CliRunner, tmp_path: Path, publish:
             assert (row["value"], row["flag"]) == (
                 ("", "x") if secret else ("", "-") if true["status"] == "empty" else
                 (true["value"], ""))
+
+
+def test_an_apriori_file_in_a_microdata_job(run_cli: CliRunner, tmp_path: Path) -> None:
+    """<APRIORI> after <READMICRODATA>: the a-priori file changes statuses before the
+    suppression (B, female made unsafe by hand: tau-Argus's status 9), and a table already
+    protected cannot take one."""
+    folder = _copy(CHECK / "ex2", tmp_path)
+    (folder / "a.hst").write_text("B;female;U\nD;  male;P\n")
+    job = (folder / "batch_ex2.arb").read_text().replace(
+        "<SOLVER>", '<APRIORI> "a.hst", 1, ";", 0, 0\n<SOLVER>')
+    (folder / "job.arb").write_text(job)
+    code, _out, err = run_cli("tables", "protect", folder / "job.arb", "--quiet")
+    assert code == 0, err
+    rows = {(r["region"], r["gender"]): r for r in
+            csv.DictReader((folder / "tabout_ex2.working.txt").open())}
+    assert rows[("B", "female")]["Status"] == "9" and rows[("D", "  male")]["Status"] == "10"
+    assert rows[("A", "female")]["Status"] == "3"
+    (folder / "late.arb").write_text(job.replace('<APRIORI> "a.hst", 1, ";", 0, 0\n', "")
+                                     .replace("<WRITETABLE>", '<APRIORI> "a.hst", 1, ";"\n'
+                                              "<WRITETABLE>"))
+    code, _out, err = run_cli("tables", "protect", folder / "late.arb", "--quiet")
+    assert code == 1 and "<APRIORI> for table 1 after it was protected" in err

@@ -28,11 +28,13 @@ from statrecon.outputs import atomic_outputs, check_writable
 from statrecon.runs.tables import Cost, TableProtection, audit_tables, protect_tables
 from statrecon.tables import CellStatus, TableSet
 from statrecon.tables.job import (
+    AprioriStep,
     Job,
     JobTable,
     MicroJob,
     Recode,
     Specified,
+    Step,
     Suppress,
     WriteTable,
     link,
@@ -141,7 +143,7 @@ def run_job(job: Job, how: JobOptions = JobOptions()) -> JobRun:
     notes = list(job.set_aside)
     protected: list[Protected] = []
     pending: dict[Path, str] = {}
-    steps: list[Recode | Suppress | WriteTable] = list(job.steps)
+    steps: list[Step] = list(job.steps)
     if not job.suppresses:  # every table, once recoded, before the first write
         notes.append(f"{job.path}: no <SUPPRESS>: every table is protected")
         first = next((i for i, s in enumerate(steps) if isinstance(s, WriteTable)),
@@ -150,6 +152,8 @@ def run_job(job: Job, how: JobOptions = JobOptions()) -> JobRun:
     for step in steps:
         if isinstance(step, Recode):
             _recode(state, step)
+        elif isinstance(step, AprioriStep):
+            _apriori(state, step)
         elif isinstance(step, Suppress):
             found = _suppress(state, step, how, start, notes)
             protected += found
@@ -179,6 +183,17 @@ def _recode(state: _State, step: Recode) -> None:
                              where=where)
     state.micro.recode(step)
     state.stale.update(touched)
+
+
+def _apriori(state: _State, step: AprioriStep) -> None:
+    assert state.micro is not None
+    number = step.command.table
+    if number in state.protected:
+        where = state.job.where(step.line)
+        raise StatreconError(f"{where}: <APRIORI> for table {number} after it was protected "
+                             "(an a-priori file comes before <SUPPRESS>)", where=where)
+    state.micro.apriori(step)
+    state.stale.add(number)
 
 
 def _groups(state: _State, numbers: Sequence[int]) -> list[list[int]]:

@@ -26,7 +26,9 @@ Commands, in tau-Argus's grammar and order:
 - ``<SOLVER>``, ``<LOGBOOK>``, ``<VERSIONINFO>``, ``<ANCO>``, ``<JJ>`` and comments (``//``)
   are left aside (statrecon has its own solvers and writes no tau-Argus log);
   ``<GOINTERACTIVE>`` ends the job there, as in tau-Argus. ``<CLEAR>`` (a second job in the
-  same file), ``<COVER>`` and ``<APRIORI>`` with microdata are refused.
+  same file) and ``<COVER>`` are refused.
+- ``<APRIORI> "f.hst", 1, ";"`` (``tables/apriori.py``): the a-priori file of table 1,
+  applied to it from there on (after its safety rules, before its suppression).
 
 Every mistake is one line naming ``file:line``; nothing is read from a file the job names
 until the whole batch file is understood.
@@ -113,7 +115,16 @@ class Recode:
     file: Path | None
 
 
-Step = Suppress | WriteTable | Recode
+@dataclass(frozen=True)
+class AprioriStep:
+    """``<APRIORI> "f.hst", 1, ";", IgnoreError, ExpandTrivial`` in a microdata job: the
+    a-priori file of a table, applied from here on (``tables/apriori.py``)."""
+
+    line: int
+    command: _rda.AprioriCommand
+
+
+Step = Suppress | WriteTable | Recode | AprioriStep
 
 
 @dataclass(frozen=True)
@@ -203,8 +214,11 @@ class _Parser:
             return False
         elif word in _LEFT_ASIDE:
             self.aside.append(f"{where}: {word} left aside")
-        elif word in ("<APRIORI>", "<APRIORY>") and not self.micro:
-            self.aside.append(f"{where}: {word} read with the tables")
+        elif word in ("<APRIORI>", "<APRIORY>"):
+            if self.micro:
+                self.steps.append(self.apriori(rest, number, where))
+            else:
+                self.aside.append(f"{where}: {word} read with the tables")
         else:
             raise StatreconError(f"{where}: {word[:40]} is not run by statrecon "
                                  f"({_refused(word)})", where=where)
@@ -287,6 +301,14 @@ class _Parser:
         return Recode(number, table, variable, None,
                       _rda.resolve(self.path, source, "recode file", where))
 
+    def apriori(self, rest: str, number: int, where: str) -> AprioriStep:
+        """Read by the batch reader's own rule for ``<APRIORI>`` (``_rda``), for the tables
+        specified so far."""
+        tables = [_rda.BatchTable(self.path, self.path, list(t.explanatory), t.response)
+                  for t in self.tables]
+        _rda._apriori(self.path, rest, where, tables)
+        return AprioriStep(number, next(c for t in tables for c in t.apriori))
+
     def finish(self) -> Job:
         if self.data is None or self.metadata is None:
             raise StatreconError(f"{self.path}: the job opens no data and metadata "
@@ -302,8 +324,6 @@ class _Parser:
 def _refused(word: str) -> str:
     if word == "<CLEAR>":
         return "one job per batch file: split it at <CLEAR>"
-    if word in ("<APRIORI>", "<APRIORY>"):
-        return "a-priori files are read with table input; a microdata job cannot use one yet"
     if word == "<COVER>":
         return "tau-Argus's internal cover-table command"
     return "unknown command"
@@ -443,6 +463,7 @@ class MicroJob:
         self._original = {v.name: asc.hierarchy(self.records, v) for v in self.meta.variables
                           if v.name in used}
         self._recoded: dict[str, Recoding] = {}
+        self._apriori: dict[int, list[_rda.AprioriCommand]] = {}
 
     def _check(self, spec: Specified) -> tuple[str, ...]:
         where = self.job.where(spec.line)
@@ -481,6 +502,10 @@ class MicroJob:
             assert step.file is not None
             self._recoded[v.name] = grc_recode(step.file, original, v.length, v.missing)
 
+    def apriori(self, step: AprioriStep) -> None:
+        """An a-priori file for its table, applied whenever the table is built from now."""
+        self._apriori.setdefault(step.command.table, []).append(step.command)
+
     def table(self, spec: Specified) -> JobTable:
         """The table ``spec`` as it stands (recodes applied), its unsafe cells marked."""
         # lazy: pandas, the tabulation and the rules load when a job is run
@@ -509,6 +534,11 @@ class MicroJob:
         cost = self._name(named) if named else None
         table = _with_costs(table, cost, frame, table_spec, source)
         reasons = _reasons(table, frame, table_spec, rules, columns, source)
+        if self._apriori.get(spec.number):
+            # lazy: a-priori files are read only by the jobs that have one
+            from statrecon.tables.apriori import apply_commands
+
+            table = apply_commands(table, self._apriori[spec.number], rules.manual)
         decimals = 0 if response is None else self.meta.find(response, "").decimals
         hierarchical = frozenset(n for n in names if self.meta.find(n, "").hierarchical)
         return JobTable(spec, table, reasons, decimals, hierarchical)
@@ -618,6 +648,8 @@ def job_tables(job: Job) -> list[JobTable]:
     for step in job.steps:
         if isinstance(step, Recode):
             micro.recode(step)
+        elif isinstance(step, AprioriStep):
+            micro.apriori(step)
     return [micro.table(spec) for spec in job.tables]
 
 
