@@ -136,3 +136,37 @@ def test_the_unmutated_targets_succeed(tmp_path: Path, noisy_release: Path) -> N
     code, err = run("census", "certain", noisy_release, "--out", tmp_path / "c.parquet",
                     "--workers", "1", "--quiet", cwd=tmp_path, codes=CODES)
     assert code == 0, err
+
+
+MICRO_FILES = ("job.arb", "m.rda", "m.asc", "region.hrc", "size.grc")
+
+
+def micro_job(folder: Path) -> Path:
+    """The small tau-Argus microdata job of the readers' registry (free format, an .hrc, a
+    .grc recode, MOD, a <WRITETABLE>)."""
+    from readers import _micro_job
+
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    return _micro_job(folder)
+
+
+@FUZZ
+@given(name=st.sampled_from(MICRO_FILES), ops=st.lists(mutation, min_size=1, max_size=6))
+def test_mutated_microdata_jobs(tmp_path: Path, name: str,
+                                ops: list[tuple[str, int, object]]) -> None:
+    job = micro_job(tmp_path / "job")
+    (job.parent / name).write_bytes(mutate((job.parent / name).read_bytes(), ops))
+    (tmp_path / "out").mkdir(exist_ok=True)
+    run("tables", "protect", job, "--time-limit", "5", "--out-dir", tmp_path / "out",
+        "--quiet", cwd=job.parent, codes=CODES)
+
+
+@FUZZ
+@given(name=st.sampled_from(MICRO_FILES),
+       data=st.one_of(st.binary(max_size=400),
+                      st.lists(st.sampled_from(TOKENS), max_size=40).map(b"".join)))
+def test_random_bytes_as_microdata_job_files(tmp_path: Path, name: str, data: bytes) -> None:
+    job = micro_job(tmp_path / "job")
+    (job.parent / name).write_bytes(data)
+    run("tables", "audit", job, "--time-limit", "5", "--quiet", cwd=job.parent, codes=CODES)
