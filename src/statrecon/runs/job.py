@@ -115,7 +115,12 @@ def open_job(job: Job) -> tuple[MicroJob | None, list[JobTable]]:
 
 def check_outputs(job: Job, inputs: Sequence[tuple[str, Path | None]] = ()) -> None:
     """Every file the job's ``<WRITETABLE>`` commands write can be written and is none of
-    its inputs: checked before any work."""
+    its inputs (the batch file, its data, metadata and recode files): checked before any
+    work (and again as each file is written)."""
+    named = [("<OPENMICRODATA>", job.microdata), ("<OPENMETADATA>", job.metadata),
+             *(("<RECODE>", s.file) for s in job.steps if isinstance(s, Recode)),
+             *(("<APRIORI>", s.command.file) for s in job.steps if isinstance(s, AprioriStep))]
+    inputs = [*inputs, *named]
     for step in job.writes:
         for path in _paths(step, job):
             check_writable(path, f"<WRITETABLE> of line {step.line}", inputs_given=inputs)

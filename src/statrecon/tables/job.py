@@ -276,8 +276,9 @@ class _Parser:
         folder = self.output_folder or (self.path.parent if str(self.path.parent) else
                                         Path("."))
         file_name = PureWindowsPath(name).name
-        if not file_name or file_name in (".", ".."):
-            raise StatreconError(f"{where}: <WRITETABLE> names no file", where=where)
+        if not file_name or file_name in (".", "..") or any(ord(c) < 32 for c in name):
+            raise StatreconError(f"{where}: <WRITETABLE> names no file (or one with control "
+                                 "characters)", where=where)
         return WriteTable(number, table, kind, options, name, folder / file_name)
 
     def recode(self, rest: str, number: int, where: str) -> Recode:
