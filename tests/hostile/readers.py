@@ -189,6 +189,27 @@ def _micro_job(folder: Path) -> Path:
     return folder / "job.arb"
 
 
+CKM_PTABLE = """i,j,p,v,p_int_lb,p_int_ub
+1,0,0.51333333,-1,0,0.51333333
+1,2,0.46,1,0.51333333,0.97333333
+1,3,0.02666667,2,0.97333333,1
+2,0,0.16560835,-2,0,0.16560835
+2,2,0.54634992,0,0.16560835,0.71195827
+2,3,0.24486677,1,0.71195827,0.95682504
+2,4,0.04317496,2,0.95682504,1
+"""
+
+
+def _ckm(folder: Path) -> Path:
+    """Microdata with record keys and an ABS/Destatis ptable (D = 2, V = 1.08, js = 1, cut
+    to two rows: the last serves every larger count)."""
+    (folder / "p.csv").write_text(CKM_PTABLE, encoding="utf-8")
+    rows = [f"{'xy'[i % 2]},{'uvw'[i % 3]},0.{(i * 7919) % 10**8:08d}" for i in range(30)]
+    (folder / "m.csv").write_text("a,b,rk\n" + "".join(r + "\n" for r in rows),
+                                  encoding="utf-8")
+    return folder / "m.csv"
+
+
 # ------------------------------------------------------------------------------ census
 
 BLOCKS = [TRACT_A + "1000", TRACT_A + "1001"]
@@ -305,6 +326,13 @@ READERS: tuple[Reader, ...] = (
            number=lambda f, t: _sub(f / "threeway.csv", ",60,60,", f",{t},60,"),
            code=lambda f, t: _sub(f / "threeway.csv", "\nTotal,Total,u,", f"\nTotal,Total,{t},"),
            duplicate=lambda f: _dup_header(f / "threeway.csv"), writes=True),
+    Reader("cell key perturbation", ("tables/ckm.py",), _ckm,
+           lambda main, out: ["tables", "perturb", str(main), "--ptable",
+                              str(main.parent / "p.csv"), "--dimensions", "a,b",
+                              "--record-key", "rk", "--out", str(out)],
+           number=lambda f, t: _sub(f / "p.csv", ",0.46,", f",{t},"),
+           code=lambda f, t: _sub(f / "m.csv", "\nx,", f"\n{t},"),
+           duplicate=lambda f: _dup_header(f / "m.csv"), writes=True),
     Reader("census persons", ("census/persons/microdata.py",), _persons,
            lambda main, out: ["census", "tabulate", "--persons", str(main), "--out", str(out),
                               "--tables", "P1,P12", "--quiet"],

@@ -416,3 +416,113 @@ def _protect_job(source: Path, out: Path | None, out_dir: Path | None, how: _Job
         raise typer.Exit(EXIT_INFEASIBLE)
     if run.status != "written":
         raise typer.Exit(EXIT_UNKNOWN)
+
+
+# ------------------------------------------------------------- cell key perturbation (CKM)
+
+
+@tables_app.command("perturb")
+def perturb(
+    source: Annotated[Path, typer.Argument(help="Microdata (CSV/Parquet): one row per "
+                                           "record.")],
+    ptable: Annotated[Path, typer.Option(
+        help="The ptable (CSV/Parquet): ONS's columns pcv, ckey, pvalue (whole cell keys "
+             "0..255) or ABS/Destatis's i, j, p, v, p_int_lb, p_int_ub (cell keys in [0, 1)); "
+             "'tables ptable' builds one.")],
+    dimensions: Annotated[list[str], typer.Option(
+        help="A table's variables, comma-separated; repeat for several tables of the same "
+             "records (a cell in two tables is perturbed once, the same in both).")],
+    out: Annotated[Path, typer.Option(
+        help="The publication (.csv or .parquet): codes and perturbed counts. Beside it "
+             "<stem>.working<suffix>: true counts, cell keys, noise (never to publish).")],
+    record_key: Annotated[str | None, typer.Option(
+        help="The microdata's column of record keys (ONS: whole numbers 0..255; ABS: numbers "
+             "in [0, 1)).")] = None,
+    seed: Annotated[int | None, typer.Option(
+        min=0, help="Draw the record keys with this seed instead; they are kept with the "
+                    "records in <stem>.records.working<suffix>.")] = None,
+    threshold: Annotated[int | None, typer.Option(
+        min=0, help="Withhold (x) a perturbed count below this. Default: 10 with an ONS "
+                    "ptable (ONS's package), 0 with an ABS one.")] = None,
+    margins: Annotated[bool, typer.Option(
+        help="Publish the totals too, each perturbed by its own cell key (--no-margins: the "
+             "cells below them only, as ONS's package tabulates).")] = True,
+    attacker_knows: Annotated[str, typer.Option(
+        "--attacker-knows", help="What the attacker is assumed to know, stated in the "
+        "output: ptable (the ptable itself: the worst case), d (only D, the largest noise) "
+        "or nothing (the guidance: publish neither).")] = "ptable",
+    as_json: AsJson = False,
+) -> None:
+    """Cell key perturbation: tabulate microdata, sum each cell's record keys into its cell
+    key, and add the noise the ptable gives that key; a zero stays zero, and the same cell is
+    perturbed the same way in every table. Exit 0: written."""
+    from statrecon.outputs import check_writable
+    from statrecon.report import ckm as report
+    from statrecon.report import output_console
+    from statrecon.runs.ckm import PerturbOptions, perturb_microdata
+    from statrecon.tables.ckm import KNOWLEDGE
+
+    if attacker_knows not in KNOWLEDGE:
+        raise StatreconError(f"--attacker-knows {attacker_knows!r}: choose from "
+                             f"{', '.join(KNOWLEDGE)}")
+    if out.suffix.lower() not in report.PUBLICATIONS:
+        raise StatreconError(f"--out {out}: write a .csv or .parquet file")
+    if (record_key is None) == (seed is None):
+        raise StatreconError("give --record-key COLUMN (the microdata's record keys) or "
+                             "--seed N (draw them), one of the two")
+    tables = tuple(tuple(v.strip() for v in d.split(",") if v.strip()) for d in dimensions)
+    if not all(tables):
+        raise StatreconError("--dimensions: give each table's variables, comma-separated")
+    given = (("source", source), ("--ptable", ptable))
+    for path in report.output_paths(out, seed is not None):
+        check_writable(path, "--out", inputs_given=given)
+    options = PerturbOptions(tables, record_key, seed, threshold, margins,
+                             cast(Any, attacker_knows))
+    run = perturb_microdata(source, ptable, options)
+    written = report.write_perturbed(run, out)
+    if as_json:
+        sys.stdout.write(json.dumps(report.to_json(run, out, written)) + "\n")
+    else:
+        report.render(run, written, output_console())
+
+
+@tables_app.command("ptable")
+def ptable_command(
+    d: Annotated[int, typer.Option("--d", min=1, max=50, help="D: the largest noise.")],
+    v: Annotated[str, typer.Option("--v", help="V: the noise variance (exact, e.g. "
+                                   "1.08).")],
+    out: Annotated[Path, typer.Option(help="The ptable (.csv or .parquet).")],
+    js: Annotated[int, typer.Option(min=0, max=50, help="js: counts 1..js are never "
+                                    "published.")] = 0,
+    mono: Annotated[bool, typer.Option(help="Probabilities not decreasing from the largest "
+                                       "negative noise up to 0 (sdcTools' default).")] = True,
+    ptable_format: Annotated[str, typer.Option(
+        "--format", help="abs (ABS/Destatis: i, j, p, v, p_int_lb, p_int_ub) or ons (pcv, "
+                         "ckey, pvalue; the key k perturbs as the ABS key k/256).")] = "abs",
+) -> None:
+    """Build a ptable for counts by maximum entropy, as sdcTools' ptable does
+    (create_cnt_ptable(D, V, js)): no bias, variance at most V, noise within +-D, no count
+    published as 1..js."""
+    from statrecon.engines.ckm import PTableParams, build_ptable
+    from statrecon.number_reader import NumberError, parse_number
+    from statrecon.outputs import check_writable
+    from statrecon.report import ckm as report
+    from statrecon.report import output_console
+    from statrecon.tables.ckm import keyed
+
+    if ptable_format not in ("abs", "ons"):
+        raise StatreconError(f"--format {ptable_format!r}: choose abs or ons")
+    if out.suffix.lower() not in report.PUBLICATIONS:
+        raise StatreconError(f"--out {out}: write a .csv or .parquet file")
+    try:
+        variance = parse_number(v)
+    except NumberError as e:
+        raise StatreconError(f"--v: {e}") from None
+    if variance <= 0:
+        raise StatreconError(f"--v {v}: the variance must be above 0")
+    check_writable(out, "--out")
+    built = build_ptable(PTableParams(d, variance, js, mono))
+    report.write_ptable(keyed(built) if ptable_format == "ons" else built, out)
+    output_console().print(f"wrote {out}: an {ptable_format.upper()} ptable for counts, D = "
+                           f"{d}, V = {v}, js = {js} (rows 1..{max(built.rows)}, the last for "
+                           "every larger count)", highlight=False)

@@ -1,0 +1,179 @@
+"""Perturbed tables (``tables perturb``) written and told: the publication, the working files,
+JSON and the terminal's summary, each saying what the attacker is assumed to know.
+
+The *publication* holds the codes and each cell's published (perturbed) count, ``x`` where
+it is withheld below the threshold; never a true count. The *working file*
+``<stem>.working<suffix>`` holds every true count, cell key, ptable row and noise, and drawn
+record keys go, with their records, to ``<stem>.records.working<suffix>``: the next table of
+the same microdata must use them, and neither is ever published.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from statrecon.report import safe_text
+from statrecon.runs.ckm import PerturbRun
+from statrecon.tables.ckm import KNOWLEDGE_TEXT, PTable, ptable_frame
+from statrecon.tables.values import show
+
+WITHHELD = "x"
+PUBLICATIONS = (".csv", ".parquet")
+
+
+def working_path(out: Path) -> Path:
+    return out.with_name(f"{out.stem}.working{out.suffix}")
+
+
+def records_path(out: Path) -> Path:
+    return out.with_name(f"{out.stem}.records.working{out.suffix}")
+
+
+def output_paths(out: Path, drawn: bool) -> tuple[Path, ...]:
+    """What ``tables perturb --out out`` writes: the publication, the working file, and the
+    records with their drawn keys."""
+    paths = [out, working_path(out)]
+    if drawn:
+        paths.append(records_path(out))
+    return tuple(paths)
+
+
+def _published_cells(run: PerturbRun) -> list[tuple[str, dict[str, str], Any]]:
+    """(table, codes, perturbation) of every cell the publication holds: with
+    ``margins=False`` only the cells below every total."""
+    rows = []
+    for table in run.tables.tables:
+        totals = {v: table.hierarchies[v].total for v in table.variables}
+        for cell in table.cells:
+            codes = dict(cell.codes)
+            if not run.options.margins and any(codes[v] == totals[v] for v in codes):
+                continue
+            rows.append((table.name, codes, run.published(table.key(cell))))
+    return rows
+
+
+def frames(run: PerturbRun) -> tuple[Any, Any]:
+    """(publication, working file) as data frames, numbers exact (text where they are not
+    whole)."""
+    # lazy: pandas loads only when perturbed tables are written
+    import pandas as pd
+
+    several = len(run.tables.tables) > 1
+    variables = list(dict.fromkeys(v for t in run.tables.tables for v in t.variables))
+    published, working = [], []
+    for name, codes, cell in _published_cells(run):
+        head = ({"table": name} if several else {}) | {v: codes.get(v) for v in variables}
+        value = WITHHELD if cell.published is None else cell.published
+        published.append(head | {"value": value})
+        working.append(head | {"count": cell.count, "ckey": show(cell.ckey), "row": cell.row,
+                               "noise": cell.noise, "perturbed": cell.count + cell.noise,
+                               "published": value})
+    return pd.DataFrame(published), pd.DataFrame(working)
+
+
+def _records(run: PerturbRun) -> Any:
+    records = run.records.copy()
+    records[run.key_column] = [show(k) for k in records[run.key_column]]
+    return records
+
+
+def write_perturbed(run: PerturbRun, out: Path) -> tuple[Path, ...]:
+    """The publication, its working file and (keys drawn) the records with their keys,
+    written atomically together; returns the paths."""
+    # lazy: the output guard's writers load only when something is written
+    from statrecon.outputs import atomic_outputs
+
+    publication, working = frames(run)
+    parts = [publication, working]
+    if run.records is not None:
+        parts.append(_records(run))
+    paths = output_paths(out, run.records is not None)
+    with atomic_outputs(*paths) as temps:
+        for frame, tmp in zip(parts, temps, strict=True):
+            _write(frame, tmp, out.suffix.lower() == ".parquet")
+    return paths
+
+
+def _write(frame: Any, path: Path, parquet: bool) -> None:
+    if parquet:
+        frame.astype({c: "string" for c in frame.columns if frame[c].dtype == object}
+                     ).to_parquet(path, index=False)
+    else:
+        frame.to_csv(path, index=False)
+
+
+def write_ptable(ptable: PTable, out: Path) -> Path:
+    """A ptable in its own format's columns (CSV or Parquet), atomically."""
+    # lazy: the output guard's writers load only when something is written
+    from statrecon.outputs import write_atomically
+
+    frame = ptable_frame(ptable)
+    return write_atomically(out, lambda tmp: _write(frame, tmp,
+                                                    out.suffix.lower() == ".parquet"))
+
+
+# ------------------------------------------------------------------------- JSON and text
+
+
+def ptable_json(ptable: PTable) -> dict[str, Any]:
+    out: dict[str, Any] = {"format": ptable.format, "D": ptable.noise, "js": ptable.blocked}
+    key_range = getattr(ptable, "key_range", None)
+    out["cell_keys"] = f"0..{key_range - 1}" if key_range else "[0, 1)"
+    return out
+
+
+def to_json(run: PerturbRun, out: Path, written: Sequence[Path]) -> dict[str, Any]:
+    """``tables perturb --json``: the ptable, what the attacker is assumed to know, the
+    threshold, per table its cells, those changed and those withheld; the files."""
+    tables = []
+    for table in run.tables.tables:
+        cells = [run.published(table.key(c)) for c in table.cells]
+        tables.append({"name": table.name, "cells": len(cells),
+                       "changed": sum(1 for c in cells if c.noise),
+                       "withheld": sum(1 for c in cells if c.published is None)})
+    knows = run.options.knowledge
+    return {
+        "ptable": ptable_json(run.ptable),
+        "attacker_knows": knows, "attacker_knows_text": _knows(run),
+        "threshold": run.threshold, "margins": run.options.margins,
+        "record_keys": {"column": run.key_column, "drawn": run.records is not None,
+                        "seed": run.options.seed},
+        "tables": tables,
+        "cells": len(run.cells), "changed": sum(1 for c in run.cells if c.noise),
+        "withheld": sum(1 for c in run.cells if c.published is None),
+        "publication": str(out), "working_files": [str(p) for p in written[1:]],
+    }
+
+
+def _knows(run: PerturbRun) -> str:
+    knows = run.options.knowledge
+    text = KNOWLEDGE_TEXT[knows]
+    if knows == "d":
+        text = text.replace("D,", f"D = {run.ptable.noise},")
+    return text
+
+
+def render(run: PerturbRun, written: Sequence[Path], console: Console) -> None:
+    """The summary: cells perturbed, changed and withheld, the assumption about the
+    attacker, and the files written."""
+    report = to_json(run, written[0], written)
+    ptable = report["ptable"]
+    console.print(f"perturbed {len(run.tables.tables)} table(s), {report['cells']} distinct "
+                  f"cells, with an {ptable['format'].upper()} ptable (D = {ptable['D']}, js = "
+                  f"{ptable['js']}, cell keys {ptable['cell_keys']}): {report['changed']} "
+                  f"changed, "
+                  f"{report['withheld']} withheld below the threshold {run.threshold}",
+                  highlight=False)
+    console.print(f"the attacker is assumed to know {_knows(run)}", highlight=False)
+    console.print(f"wrote {safe_text(written[0])} (the publication: perturbed counts, "
+                  f"{WITHHELD} withheld) and {safe_text(written[1])} (the working file: true "
+                  "counts, never to publish)", highlight=False)
+    if len(written) > 2:
+        console.print(f"record keys drawn with seed {run.options.seed}: kept with the records "
+                      f"in {safe_text(written[2])} (give it and --record-key "
+                      f"{run.key_column} to every later table of these records)",
+                      highlight=False)
