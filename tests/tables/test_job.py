@@ -147,6 +147,8 @@ def test_a_bad_job_is_one_line_naming_its_line(tmp_path: Path, change: tuple[str
     ("hier_region_ex2.hrc", "D", "D\n@A", "hier_region_ex2.hrc:8: code A appears twice"),
     ("microdata_ex2.asc", "A,female, 66", "E,female, 66", "microdata_ex2.asc:1: region E is "
      "not a code of hier_region_ex2.hrc"),
+    ("batch_ex2.arb", '"num1"|""', '"num1"|"num2"', "batch_ex2.arb:4: a shadow variable "
+     "(num2) other than the response is not applied"),
 ])
 def test_bad_input_exits_1_with_one_line_and_writes_nothing(
         run_cli: CliRunner, tmp_path: Path, target: str, old: str, new: str,

@@ -341,7 +341,8 @@ def write_protected(tables: TableSet, out: Path, publish: str = "values") -> tup
 def _pivot(tables: TableSet) -> str:
     """Each table in its layout (tau-Argus's CSV), a ``"table",name`` line above each of
     linked tables."""
-    from statrecon.tables.writetable import Output, csv_text  # lazy: as write_protected
+    # lazy: the writers load only when a protected table is written
+    from statrecon.tables.writetable import Output, csv_text
 
     blocks = []
     for table in tables.tables:

@@ -481,6 +481,10 @@ class MicroJob:
                 if not v.numeric:
                     raise StatreconError(f"{where}: {v.name} is not <NUMERIC> in "
                                          f"{self.meta.path.name}", where=where)
+        if spec.shadow and (spec.response or "").lower() != spec.shadow.lower():
+            raise StatreconError(f"{where}: a shadow variable ({spec.shadow}) other than the "
+                                 "response is not applied: the rules read the response's "
+                                 "contributions; leave the shadow empty", where=where)
         return tuple(names)
 
     def hierarchy(self, name: str) -> Hierarchy:
