@@ -61,8 +61,10 @@ def open_connection() -> duckdb.DuckDBPyConnection:
     import duckdb
 
     con = duckdb.connect(config=dict(_OPEN_CONFIG))
-    # DuckDB's own progress bar would write to the terminal during long queries, over ours
-    con.execute("SET enable_progress_bar = false")
+    # DuckDB's own progress bar would write to the terminal during long queries, over ours.
+    # In Jupyter it is off already, and DuckDB refuses to set it without ipywidgets.
+    if con.execute("SELECT current_setting('enable_progress_bar')").fetchone() != (False,):
+        con.execute("SET enable_progress_bar = false")
     return con
 
 
