@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -19,6 +21,56 @@ def plain(value: Any) -> Any:
     if isinstance(value, float) and value != value:
         return None
     return value
+
+
+# ------------------------------------------------------------ results drawn in a notebook
+
+# Jupyter shows a result through its ``_repr_html_``; these draw the tables those views share.
+# A proven cell is green and bold, and says so in its title; nothing else is coloured.
+HTML_STYLE = """<style>
+.statrecon-view table { border-collapse: collapse; font-size: 0.85rem; margin: 0.3rem 0; }
+.statrecon-view th, .statrecon-view td { border: 1px solid #bbb; padding: 0.15rem 0.5rem;
+                                         text-align: right; }
+.statrecon-view th { background: #eee; }
+.statrecon-view td.proven { background: #c8ecd0; font-weight: bold; }
+.statrecon-view .note { color: #555; font-size: 0.85rem; }
+</style>"""
+MAX_HTML_ROWS = 200  # rows drawn; a note says how many more there are
+
+
+def html_cell(value: Any) -> str:
+    """A value as table text: None as an empty cell, numbers as Python prints them."""
+    return "" if value is None else html.escape(str(plain(value)))
+
+
+def html_table(header: Sequence[str], rows: Sequence[Sequence[Any]],
+               proven: Sequence[Sequence[bool]] | None = None) -> str:
+    """An HTML table of ``rows`` under ``header``; ``proven[i][j]`` marks cell (i, j) as
+    proven (green, bold, titled so). At most ``MAX_HTML_ROWS`` rows, then a note."""
+    e = html.escape
+    head = "".join(f"<th>{e(str(h))}</th>" for h in header)
+    body = []
+    for i, row in enumerate(rows[:MAX_HTML_ROWS]):
+        cells = []
+        for j, value in enumerate(row):
+            mark = proven is not None and proven[i][j]
+            cells.append("<td class=proven title='proven: the same in every consistent "
+                         f"dataset'>{html_cell(value)}</td>" if mark
+                         else f"<td>{html_cell(value)}</td>")
+        body.append(f"<tr>{''.join(cells)}</tr>")
+    more = len(rows) - MAX_HTML_ROWS
+    note = f"<p class=note>{more:,} more rows not shown.</p>" if more > 0 else ""
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>{note}"
+
+
+def html_view(title: str, *parts: str) -> str:
+    """A result's view: its title (escaped), then the parts (HTML already)."""
+    return (f"{HTML_STYLE}<div class=statrecon-view><p><b>{html.escape(title)}</b></p>"
+            f"{''.join(parts)}</div>")
+
+
+def html_note(text: str) -> str:
+    return f"<p class=note>{html.escape(text)}</p>"
 
 
 @dataclass(frozen=True)
@@ -150,3 +202,71 @@ class ReconstructionResult:
             "noise": self.noise.to_json(),
             "elapsed_s": round(self.elapsed_s, 4),
         }
+
+    def _repr_html_(self) -> str:
+        """Jupyter's view: the status in words, then a consistent dataset with every proven
+        cell marked (a row in every dataset, a cell of a public row every dataset agrees on,
+        a column with one possible value), or the conflict of an infeasible release."""
+        title = f"{self.status.upper()}: {self._status_words()}"
+        if self.status == "infeasible":
+            return html_view(title, html_note("Statistics that cannot hold together: "
+                                              + ", ".join(self.conflict)))
+        parts = []
+        if self.solutions:
+            rows = self.solutions[0]
+            marks = self._proven_marks(rows)
+            parts.append(html_table(self.columns,
+                                    [[r.get(c) for c in self.columns] for r in rows], marks))
+            parts.append(html_note(self._table_words()))
+        if self.noise.condition:
+            parts.append(html_note("Proven here means: for the event that "
+                                   f"{self.noise.condition}."))
+        if self.route is not None:
+            parts.append(html_note(f"Engine: {self.route.engine} ({self.route.method}), "
+                                   f"chosen by {self.route.reason}"))
+        return html_view(title, *parts)
+
+    def _status_words(self) -> str:
+        count = f"{self.solution_count:,}" + ("" if self.complete else "+")
+        return {
+            "unique": "exactly one dataset is consistent with the release",
+            "multiple": f"{count} datasets are consistent with the release",
+            "infeasible": "no dataset is consistent with the release",
+            "unknown": "the time limit ran out; only what is marked is proven",
+            "estimated": "a most likely dataset (an estimate: nothing is proven)",
+        }[self.status]
+
+    def _table_words(self) -> str:
+        if self.status == "unique":
+            return "The only consistent dataset: every cell is proven."
+        if self.status == "estimated":
+            return "A most likely dataset; no cell is proven."
+        return ("One consistent dataset; the marked cells are the same in every consistent "
+                "dataset (proven), the others are not known.")
+
+    def _proven_marks(self, rows: list[Row]) -> list[list[bool]]:
+        """Which cells of ``rows`` (one consistent dataset) are proven."""
+        if self.status == "estimated":
+            return [[False] * len(self.columns) for _ in rows]
+        if self.status == "unique" and self.complete:
+            return [[True] * len(self.columns) for _ in rows]
+        # a column with one possible value, once the possible values are all proven
+        single = {c for c, values in self.column_values.items()
+                  if len(values) == 1 and self.certain_complete}
+        certain = [c.row for c in self.certain_rows]
+        left = [c.multiplicity for c in self.certain_rows]  # each, as often as it is certain
+        cells = {(tuple(sorted(c.row.items())), c.column) for c in self.certain_cells}
+        marks = []
+        for row in rows:
+            proven = {c for c in self.columns if c in single}
+            for i, known_row in enumerate(certain):  # a row in every consistent dataset
+                if left[i] > 0 and all(row.get(k) == v for k, v in known_row.items()):
+                    left[i] -= 1
+                    proven |= set(known_row)
+                    break
+            for known, column in cells:  # a public row's cell every dataset agrees on
+                if column in row and all(row.get(k) == v for k, v in known) \
+                        and row[column] is not None:
+                    proven.add(column)
+            marks.append([c in proven for c in self.columns])
+        return marks

@@ -25,6 +25,7 @@ from statrecon.engines.census import (
 )
 from statrecon.engines.census.topdown import reconstruct_noisy
 from statrecon.errors import StatreconError
+from statrecon.result import html_table, html_view
 from statrecon.runs.parallel import run_units
 from statrecon.runs.progress import Progress, Step
 from statrecon.runs.stores import ReconStore, tract_table
@@ -66,6 +67,9 @@ def solve_tract(shared: Shared, tables: TractTables) -> tuple[pa.Table, dict[str
 
 @dataclass
 class RunSummary:
+    """What one ``reconstruct_release`` run did (the tracts of earlier runs are counted in
+    ``skipped`` only)."""
+
     tracts: int
     skipped: int  # finished in an earlier run
     ran: int
@@ -73,6 +77,22 @@ class RunSummary:
     statuses: Counter[str] = field(default_factory=Counter)
     conflicts: dict[str, tuple[str, ...]] = field(default_factory=dict)
     elapsed_s: float = 0.0
+    unique_blocks: int = 0  # certified unique in this run (exact tables only)
+
+    def _repr_html_(self) -> str:
+        """Jupyter's view: the run's headline numbers."""
+        statuses = ", ".join(f"{n} {s}" for s, n in sorted(self.statuses.items())) or "none"
+        rows = [["tracts in the release", f"{self.tracts:,}"],
+                ["reconstructed in this run", f"{self.ran:,}"],
+                ["finished in an earlier run", f"{self.skipped:,}"],
+                ["persons reconstructed", f"{self.persons:,}"],
+                ["blocks certified unique (proven)", f"{self.unique_blocks:,}"],
+                ["tract statuses", statuses],
+                ["seconds", f"{self.elapsed_s:.1f}"]]
+        if self.conflicts:
+            rows.append(["tracts whose tables contradict each other",
+                         ", ".join(sorted(self.conflicts))])
+        return html_view("Census reconstruction", html_table(["", ""], rows))
 
 
 def noise_scales(release: CensusRelease) -> ReleaseNoise | None:
@@ -144,6 +164,7 @@ def reconstruct_release(release: CensusRelease, out: Path, *, workers: int = 1,
             store.write(tables.tract, table)
             summary.ran += 1
             summary.persons += info["persons"]
+            summary.unique_blocks += info["unique"]
             summary.statuses[info["status"]] += 1
             if info["conflict"]:
                 summary.conflicts[tables.tract] = tuple(info["conflict"])

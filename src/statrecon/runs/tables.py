@@ -9,6 +9,7 @@ moves. The result lists the cells in table order whatever order they finished in
 from __future__ import annotations
 
 import time
+from collections import Counter
 from contextlib import closing
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
@@ -37,6 +38,7 @@ from statrecon.engines.suppression.costs import (
 )
 from statrecon.engines.suppression.singletons import protect_against_singletons
 from statrecon.errors import StatreconError
+from statrecon.result import html_view
 from statrecon.runs.parallel import run_units
 from statrecon.runs.progress import Progress, Step
 from statrecon.tables import Cell, CellStatus, TableSet
@@ -64,6 +66,19 @@ class TableAudit:
         """Every verdict of the audit, the singletons' included."""
         return {c.verdict for c in self.result.cells} | {
             a.audit.verdict for a in self.singletons}
+
+    def _repr_html_(self) -> str:
+        """Jupyter's view: each table drawn as a table, every suppressed cell coloured and
+        named by its verdict with the attacker's interval (never its value), and a legend."""
+        # lazy: report/ sits above runs/; its grid builder is loaded only when Jupyter draws
+        from statrecon.report.table_grid import CSS, grids_html, legend_html
+
+        counts = Counter(c.verdict for c in self.result.cells)
+        words = ", ".join(f"{n} {v}" for v, n in sorted(counts.items())) or "nothing"
+        audits = dict(zip(self.keys, self.result.cells, strict=True))
+        return html_view(f"Audit: {len(self.result.cells)} suppressed cells, {words}",
+                         f"<style>{CSS}</style>", legend_html(),
+                         grids_html(self.tables, audits))
 
 
 def _audit_one(shared: tuple[Prepared, AuditOptions], cell: int) -> CellAudit:
@@ -134,6 +149,17 @@ class TableProtection:
     @property
     def protected(self) -> bool:
         return self.result.status in ("optimal", "feasible")
+
+    def _repr_html_(self) -> str:
+        """Jupyter's view: the protected tables drawn as tables, primary and secondary cells
+        marked (audit the result, ``audit_tables(p.tables)``, to see each one's verdict)."""
+        # lazy: report/ sits above runs/; its grid builder is loaded only when Jupyter draws
+        from statrecon.report.table_grid import CSS, grids_html
+
+        primary = sum(c.status is CellStatus.PRIMARY for c in self.tables.cells())
+        return html_view(f"Protection: {self.result.status}, {primary} primary and "
+                         f"{len(self.secondary)} secondary cells suppressed",
+                         f"<style>{CSS}</style>", grids_html(self.tables, {}))
 
 
 # Why a published cell is not offered for secondary suppression (the keys of ``excluded``).

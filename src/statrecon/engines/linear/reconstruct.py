@@ -28,7 +28,7 @@ from statrecon.engines.linear.problem import (
 )
 from statrecon.errors import check_choice, check_count, check_positive, check_time_limit
 from statrecon.release.statistic import number_out
-from statrecon.result import Route, plain
+from statrecon.result import Route, html_note, html_table, html_view, plain
 
 if TYPE_CHECKING:
     from statrecon.engines.linear.model import LinearSystem
@@ -163,6 +163,40 @@ class LinearResult:
             out["notes"] = self.notes
         return out
 
+    def _repr_html_(self) -> str:
+        """Jupyter's view: every record with its public columns and the secret, proven values
+        marked (each with the combination of statistics that proves it), bounded records
+        with their proven interval, the rest an estimate."""
+        data = self.to_json()
+        secret = data["secret"]
+        proofs: dict[int, tuple[Any, str]] = {}
+        for d in data["determined"]:
+            proofs[d["index"]] = (d["value"], _certificate_text(d))
+        for b in data["bounded_records"]:
+            low, high = b["interval"]
+            proofs.setdefault(b["index"], (None, f"in [{_show(low)}, {_show(high)}]: "
+                                                 + _certificate_text(b)))
+        header = ["record", *[c for c in data["estimate"][0] if c != secret][:8], secret,
+                  "proof"] if data["estimate"] else ["record", secret, "proof"]
+        rows, marks = [], []
+        # proven records first, then bounded ones, then the estimate alone, in record order
+        order = sorted(range(len(data["estimate"])),
+                       key=lambda i: (i not in proofs or proofs[i][0] is None, i not in proofs))
+        for i in order:
+            row = data["estimate"][i]
+            value, proof = proofs.get(i, (None, ""))
+            proven = value is not None
+            shown = value if proven else _show(row.get(secret))
+            rows.append([i, *[row.get(c) for c in header[1:-2]], shown, proof])
+            marks.append([False] * (len(header) - 2) + [proven, False])
+        title = (f"{self.status.upper()} ({self.method}): {len(data['determined'])} of "
+                 f"{data['records']} records proven by linear algebra, "
+                 f"{len(data['bounded_records'])} bounded")
+        return html_view(title, html_table(header, rows, marks), html_note(
+            "Marked values are proven: the same in every dataset the exact statistics allow "
+            "(the proof column gives the combination of statistics). Unmarked values are "
+            "an estimate, never a proof."))
+
     def _bound_json(self, r: RecordBound) -> dict[str, Any]:
         c = r.certificate
         ids = self.system.stat_ids
@@ -181,6 +215,25 @@ class LinearResult:
         if self.system.secret.kind == "indicator" and value in (0, 1):
             return self.system.secret.label(float(value))
         return number_out(value)
+
+
+def _show(value: Any) -> Any:
+    """An estimate as a person reads it: floats to six significant digits."""
+    return float(f"{value:.6g}") if isinstance(value, float) else value
+
+
+def _certificate_text(record: dict[str, Any]) -> str:
+    """``q1 - q2 - q3``: the combination of statistics of a record's certificate."""
+    if record["proof"] == "block":
+        return f"a full-rank block of statistics (block {record.get('block')})"
+    terms = []
+    for term in record["certificate"]:
+        c, name = term["coefficient"], term["statistic"]
+        sign = "-" if float(c) < 0 else "+"
+        size = abs(float(c))
+        text = name if size == 1 else f"{size:.6g}·{name}"
+        terms.append(f"{sign} {text}")
+    return " ".join(terms).removeprefix("+ ")
 
 
 def round_estimate(x: np.ndarray, system: LinearSystem) -> np.ndarray:
