@@ -34,6 +34,7 @@ EXIT_CODES: dict[str, dict[int, str]] = {
                     3: "unknown: the time limit ran out; nothing is claimed"},
     "tabulate": {},
     "audit-stream": {2: "the statistics contradict each other"},
+    "examples": {},
     "tables audit": {3: "some suppressed cell is unknown within the time limit",
                      4: "some suppressed cell is disclosed or under-protected"},
     "tables protect": {2: "no pattern protects some primary cell (proven over the cells "
