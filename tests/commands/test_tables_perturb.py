@@ -119,4 +119,28 @@ def test_options_are_checked_before_any_work(folder: Path, run_cli: CliRunner) -
         assert code == 1 and message in err, err
     code, _, err = run_cli("tables", "ptable", "--d", "2", "--v", "0.5", "--js", "1",
                            "--out", folder / "p.csv")
-    assert code == 1 and "V is too small" in err and not (folder / "p.csv").exists()
+    assert code == 1 and "choose a larger V or D" in err and not (folder / "p.csv").exists()
+
+
+def test_the_audit_pins_two_ones_under_their_margin(folder: Path, run_cli: CliRunner) -> None:
+    """The issue's example from the command line: two cells of 1 published as 2, their
+    margin of 2 published as 0; D = 2 known pins all three (exit 4), nothing known pins
+    none (exit 0)."""
+    (folder / "two.csv").write_text("a,rk\nx,0.55\ny,0.55\n")
+    base = ("tables", "perturb", folder / "two.csv", "--ptable", folder / "abs.csv",
+            "--dimensions", "a", "--record-key", "rk", "--audit", "--out", folder / "o.csv")
+    code, out, err = run_cli(*base, "--attacker-knows", "d")
+    assert code == 4, err
+    assert "audit (d known): 3 of 3 true counts pinned exactly" in out
+    assert "a=x = 1 (published 2, alone in [1, 4]): proven by a: a Total = x + y" in out
+    code, out, err = run_cli(*base, "--attacker-knows", "d", "--json")
+    assert code == 4, err
+    audit = json.loads(out)["audit"]
+    assert audit["attacker_knows"] == "d" and audit["pinned"] == 3
+    total = audit["cells"][0]
+    assert (total["name"], total["value"], total["published"], total["a_priori"]) == \
+        ("Total", 2, 0, [0, 2])
+    assert total["integer"]["lower_exact"] == total["integer"]["upper_exact"] == "2"
+    code, out, err = run_cli(*base, "--attacker-knows", "nothing")
+    assert code == 0, err
+    assert "audit (nothing known): 0 of 3 true counts pinned" in out

@@ -451,15 +451,24 @@ def perturb(
         "--attacker-knows", help="What the attacker is assumed to know, stated in the "
         "output: ptable (the ptable itself: the worst case), d (only D, the largest noise) "
         "or nothing (the guidance: publish neither).")] = "ptable",
+    audit: Annotated[bool, typer.Option(
+        "--audit", help="Also audit the release: what each published count allows (under "
+        "--attacker-knows) and the true tables' equations prove about every true count, "
+        "LP and integer intervals, each proven (exit 4 when one is pinned).")] = False,
+    time_limit: Annotated[float | None, typer.Option(
+        min=0.001, help="--audit: seconds per cell for its solves. Default 10; 'inf' for "
+                        "none.")] = None,
     as_json: AsJson = False,
 ) -> None:
     """Cell key perturbation: tabulate microdata, sum each cell's record keys into its cell
     key, and add the noise the ptable gives that key; a zero stays zero, and the same cell is
-    perturbed the same way in every table. Exit 0: written."""
+    perturbed the same way in every table. Exit 0: written; 4: --audit pins a true count."""
+    from statrecon.commands.options import time_limit_option
+    from statrecon.engines.intervals import AuditOptions
     from statrecon.outputs import check_writable
     from statrecon.report import ckm as report
     from statrecon.report import output_console
-    from statrecon.runs.ckm import PerturbOptions, perturb_microdata
+    from statrecon.runs.ckm import PerturbOptions, audit_perturbed, perturb_microdata
     from statrecon.tables.ckm import KNOWLEDGE
 
     if attacker_knows not in KNOWLEDGE:
@@ -478,12 +487,18 @@ def perturb(
         check_writable(path, "--out", inputs_given=given)
     options = PerturbOptions(tables, record_key, seed, threshold, margins,
                              cast(Any, attacker_knows))
+    limit = time_limit_option(time_limit, AuditOptions.time_limit)
     run = perturb_microdata(source, ptable, options)
     written = report.write_perturbed(run, out)
+    checked = audit_perturbed(run, AuditOptions(time_limit=limit)) if audit else None
     if as_json:
-        sys.stdout.write(json.dumps(report.to_json(run, out, written)) + "\n")
+        sys.stdout.write(json.dumps(report.to_json(run, out, written, checked)) + "\n")
     else:
         report.render(run, written, output_console())
+        if checked is not None:
+            report.render_audit(run, checked, output_console())
+    if checked is not None and checked.pinned:
+        raise typer.Exit(EXIT_UNPROTECTED)
 
 
 @tables_app.command("ptable")
@@ -523,6 +538,8 @@ def ptable_command(
     check_writable(out, "--out")
     built = build_ptable(PTableParams(d, variance, js, mono))
     report.write_ptable(keyed(built) if ptable_format == "ons" else built, out)
+    rows = (f"rows 1..{max(built.rows)}, the last for every larger count" if
+            ptable_format == "abs" else "pcv 1..750 by cell keys 0..255, the key k as the "
+            "ABS key k/256")
     output_console().print(f"wrote {out}: an {ptable_format.upper()} ptable for counts, D = "
-                           f"{d}, V = {v}, js = {js} (rows 1..{max(built.rows)}, the last for "
-                           "every larger count)", highlight=False)
+                           f"{d}, V = {v}, js = {js} ({rows})", highlight=False)

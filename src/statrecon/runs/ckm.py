@@ -1,6 +1,8 @@
 """Cell key perturbation of tables from microdata (``tables perturb``): read the ptable and
 the microdata, take or draw the record keys, tabulate every table asked for (linked: a cell
-in two tables is one cell), perturb each cell once by its cell key.
+in two tables is one cell), perturb each cell once by its cell key; and the audit of the
+release (``audit_perturbed``): what the published counts and the true tables' additivity
+prove about every true count, by the interval audit of ``engines/intervals``.
 
 Record keys come from a column of the microdata, or are drawn with a seed (ONS: whole
 numbers 0..255, ``numpy.random.default_rng(seed).integers``; ABS/Destatis: 8-decimal
@@ -10,11 +12,18 @@ use the same keys, or the same cell would be perturbed another way.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from statrecon.engines.intervals import (
+    AuditOptions,
+    AuditResult,
+    CellAudit,
+    audit,
+    problem_from_tables,
+)
 from statrecon.errors import OptionError, StatreconError, check_option
 from statrecon.tables import TableSet
 from statrecon.tables.ckm import (
@@ -114,3 +123,76 @@ def _column(keys: list[Fraction]) -> list[Any]:
         return [int(k) for k in keys]
     return list(keys)
 
+
+
+# --------------------------------------------------------------- the audit of the release
+
+
+@dataclass(frozen=True)
+class PerturbedAudit:
+    """What an attacker proves about the true counts of a perturbed release: each cell's
+    a-priori interval from its published count (``bounds``: what the published count allows
+    under ``knowledge``; (0, None) for a cell not published), then the LP and integer
+    intervals of the engines' audit (``result``, one ``CellAudit`` per cell in
+    ``tables.keys()`` order) over the true tables' additivity. A cell whose interval has
+    width 0 is pinned: ``disclosed``."""
+
+    result: AuditResult
+    bounds: tuple[tuple[int, int | None], ...]
+    published: tuple[bool, ...]
+    knowledge: Knowledge
+
+    @property
+    def pinned(self) -> tuple[CellAudit, ...]:
+        return tuple(c for c in self.result.cells if c.verdict == "disclosed")
+
+    @property
+    def narrowed(self) -> tuple[CellAudit, ...]:
+        """Cells whose proven interval is strictly inside their a-priori one: the tables'
+        equations told the attacker more than the cell's own published count."""
+        out = []
+        for cell in self.result.cells:
+            best = cell.integer or cell.lp
+            low, high = self.bounds[cell.cell]
+            if best.proven and (best.lower.value != low or best.upper.value != high):
+                out.append(cell)
+        return tuple(out)
+
+
+def published_keys(run: PerturbRun) -> tuple[bool, ...]:
+    """Whether each cell (``keys()`` order) is in the publication: every cell with margins;
+    else only a cell below every total of some table."""
+    if run.options.margins:
+        return (True,) * len(run.cells)
+    inner = {t.key(c) for t in run.tables.tables for c in t.cells
+             if len(t.key(c)) == len(t.variables)}
+    order = run.tables.keys()
+    return tuple(k in inner for k in order)
+
+
+def cell_bounds(run: PerturbRun, knowledge: Knowledge) -> tuple[tuple[int, int | None], ...]:
+    """Each cell's a-priori interval: from its published count, from the threshold when it
+    is withheld, nothing beyond 0 when it is not published."""
+    out: list[tuple[int, int | None]] = []
+    for cell, shown in zip(run.cells, published_keys(run), strict=True):
+        if not shown:
+            out.append((0, None))
+        elif cell.published is None:
+            out.append(run.ptable.possible_below(run.threshold, knowledge))
+        else:
+            out.append(run.ptable.possible(cell.published, knowledge))
+    return tuple(out)
+
+
+def audit_perturbed(run: PerturbRun, options: AuditOptions | None = None,
+                    knowledge: Knowledge | None = None) -> PerturbedAudit:
+    """The proven intervals of every true count of ``run`` (:class:`PerturbedAudit`), the
+    attacker knowing ``knowledge`` (default: the run's ``--attacker-knows``)."""
+    knows = knowledge or run.options.knowledge
+    bounds = cell_bounds(run, knows)
+    base = problem_from_tables(run.tables)
+    problem = replace(base, hidden=(True,) * base.n_cells,
+                      lower=tuple(Fraction(lo) for lo, _ in bounds),
+                      upper=tuple(None if hi is None else Fraction(hi) for _, hi in bounds))
+    result = audit(problem, options=options or AuditOptions())
+    return PerturbedAudit(result, bounds, published_keys(run), knows)

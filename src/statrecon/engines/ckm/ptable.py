@@ -38,7 +38,8 @@ from statrecon.tables.ckm import IntervalPTable, Transition
 
 EPSILON = 1e-8  # the least probability of a transition (ptable's p_lb)
 DIGITS = 8  # ptable rounds the cumulative probabilities to this many decimals
-TOLERANCE = 1e-9  # a constraint violated by more than this: no distribution satisfies them
+TOLERANCE = 1e-6  # a constraint violated by more (the 1e-8 floor of every probability
+# can make mean 0 unreachable by about 1e-8 D: ptable accepts that too): none satisfies them
 MAX_D = 50
 # SLSQP's exits at an optimum: converged (0), or no step left that improves it at a tolerance
 # of 1e-15 (8: "positive directional derivative in the line search", reached at the optimum)
@@ -103,7 +104,8 @@ def maximum_entropy(v: np.ndarray, variance: float, mono: bool) -> np.ndarray:
     if answer.status not in _CONVERGED or worst > TOLERANCE:
         raise StatreconError(f"no distribution over the noises {v.astype(int).tolist()} has "
                              f"mean 0 and variance at most {variance:g} (with every "
-                             "probability at least 1e-8): V is too small for D and js")
+                             "probability at least 1e-8): choose a larger V or D, or a "
+                             "smaller js")
     return p
 
 
