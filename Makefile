@@ -54,6 +54,12 @@ $(DOCS_STAMP): $(STAMP) pyproject.toml
 docs: $(DOCS_STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
+# the wheel outside the checkout: built from the files git knows, installed into a clean
+# virtual environment, run from a folder of its written examples (.ci/run calls it)
+.PHONY: wheel-smoke
+wheel-smoke:
+	PYTHON=$(PYTHON) .ci/wheel_smoke
+
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_exact.py
 	$(BIN)/python benchmarks/bench_linear.py

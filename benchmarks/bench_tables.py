@@ -205,7 +205,7 @@ def main() -> None:
     import tauargus as peer  # this folder, not an installed package
 
     if not peer.available():
-        print("pytauargus is not installed (pip install 'statrecon[sdc]'): nothing to compare")
+        print("pytauargus is not installed (pip install 'statrecon[tables]'): nothing to compare")
         return
     pp(peer)
     generated(peer, args.seeds)

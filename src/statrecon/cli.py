@@ -51,8 +51,21 @@ app = typer.Typer(
 )
 
 
+def _version(shown: bool) -> None:
+    if shown:
+        from statrecon import __version__
+
+        print(f"statrecon {__version__}")
+        raise typer.Exit(EXIT_OK)
+
+
 @app.callback()
-def _command_session(ctx: typer.Context) -> None:
+def _command_session(
+    ctx: typer.Context,
+    version: Annotated[bool, typer.Option(
+        "--version", is_eager=True, callback=_version,
+        help="Print statrecon's version and exit.")] = False,
+) -> None:
     # every command records the files it reads, so that no output replaces one of them
     from statrecon.inputs import begin_session
 
@@ -237,10 +250,12 @@ def _register_subcommands() -> None:
     from statrecon.commands.audit_stream import audit_stream
     from statrecon.commands.census import census_app
     from statrecon.commands.claims import claims_app
+    from statrecon.commands.examples import examples
     from statrecon.commands.experiment import experiment_app
     from statrecon.commands.tables import tables_app
 
     app.command("audit-stream")(audit_stream)
+    app.command("examples")(examples)
     app.add_typer(tables_app, name="tables")
     app.add_typer(experiment_app, name="experiment")
     app.add_typer(census_app, name="census")

@@ -370,6 +370,7 @@ OWN_FILES = {
     "commands/claims.py": "the experiment's own results.md, printed",
     "census/descriptors.py": "package data",
     "census/persons/cells.py": "package data",
+    "bundled.py": "package data (the bundled examples, copied out by `statrecon examples`)",
     "report/linear.py": "the --truth table, through release/known.read_table",
     "api.py": "the public table, through release/known.read_table",
     "inputs.py": "the gate itself",

@@ -121,7 +121,7 @@ def _run_dask(fn: Callable[[Any, T], R], shared: Any, units: Iterable[T], addres
         from distributed import Client, as_completed
     except ImportError:
         raise StatreconError("--executor dask://... needs Dask: pip install "
-                             "'statrecon[dist]'") from None
+                             "'statrecon[dask]'") from None
     try:
         client = Client(address, timeout="10s")
     except (OSError, TimeoutError) as e:
