@@ -16,7 +16,7 @@ from typing import Any
 
 from rich.console import Console
 
-from statrecon.report import safe_text
+from statrecon.report import known_cells, safe_text
 from statrecon.runs.ckm import PerturbedAudit, PerturbRun
 from statrecon.tables.ckm import KNOWLEDGE_TEXT, PTable, ptable_frame
 from statrecon.tables.values import show
@@ -183,50 +183,25 @@ def render(run: PerturbRun, written: Sequence[Path], console: Console) -> None:
 
 # ---------------------------------------------------------------------------- the audit
 
-MAX_SHOWN = 10
+
+def _shown(run: PerturbRun, checked: PerturbedAudit) -> list[Any]:
+    """Each cell's published count as the publication has it (x withheld), None for a cell
+    the publication leaves out."""
+    return [(WITHHELD if cell.published is None else cell.published) if shown else None
+            for cell, shown in zip(run.cells, checked.published, strict=True)]
 
 
 def audit_json(run: PerturbRun, checked: PerturbedAudit) -> dict[str, Any]:
     """``tables perturb --audit --json``'s ``audit``: per cell (true count included: the
     steward's view, never a publication) its published count, the a-priori interval it
-    allows, the proven LP and integer intervals, whether it is pinned, and the attack."""
-    narrowed = {c.cell for c in checked.narrowed}
-    names = run.tables.cell_names()
-    cells = []
-    for audit in checked.result.cells:
-        cell = run.cells[audit.cell]
-        low, high = checked.bounds[audit.cell]
-        shown = checked.published[audit.cell]
-        cells.append({
-            "name": names[audit.cell], "value": cell.count,
-            "published": (WITHHELD if cell.published is None else cell.published)
-            if shown else None,
-            "a_priori": [low, high], "lp": audit.lp.to_json(),
-            "integer": None if audit.integer is None else audit.integer.to_json(),
-            "pinned": audit.verdict == "disclosed", "narrowed": audit.cell in narrowed,
-            "verdict": audit.verdict, "attack": list(audit.attack.equations)})
-    return {"attacker_knows": checked.knowledge, "cells": cells,
-            "pinned": len(checked.pinned), "narrowed": len(narrowed),
-            "unknown": sum(1 for c in checked.result.cells if c.verdict == "unknown"),
-            "elapsed_s": round(checked.result.elapsed_s, 6)}
+    allows, the proven LP and integer intervals, whether it is pinned, and the attack
+    (``report/known_cells.py``, shared with rounding)."""
+    return known_cells.audit_json(checked, run.tables.cell_names(),
+                                  [c.count for c in run.cells], _shown(run, checked))
 
 
 def render_audit(run: PerturbRun, checked: PerturbedAudit, console: Console) -> None:
     """How many true counts the attacker pins or narrows, and the first pinned ones with
     the equations that pin them."""
-    names = run.tables.cell_names()
-    pinned = checked.pinned
-    console.print(f"audit ({checked.knowledge} known): {len(pinned)} of "
-                  f"{len(checked.result.cells)} true counts pinned exactly, "
-                  f"{len(checked.narrowed) - len(pinned)} more narrowed by the tables' "
-                  f"equations, in {checked.result.elapsed_s:.2f} s", highlight=False)
-    for audit in pinned[:MAX_SHOWN]:
-        cell = run.cells[audit.cell]
-        shown = WITHHELD if cell.published is None else cell.published
-        low, high = checked.bounds[audit.cell]
-        equations = "; ".join(audit.attack.equations) or "its published count alone"
-        console.print(f"  {safe_text(names[audit.cell])} = {cell.count} (published {shown}, "
-                      f"alone in [{low}, {'inf' if high is None else high}]): proven by "
-                      f"{safe_text(equations)}", highlight=False)
-    if len(pinned) > MAX_SHOWN:
-        console.print(f"  ... and {len(pinned) - MAX_SHOWN} more (--json lists every cell)")
+    known_cells.render_audit(checked, run.tables.cell_names(), [c.count for c in run.cells],
+                             _shown(run, checked), console)

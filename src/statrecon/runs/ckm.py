@@ -12,19 +12,14 @@ use the same keys, or the same cell would be perturbed another way.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from statrecon.engines.intervals import (
-    AuditOptions,
-    AuditResult,
-    CellAudit,
-    audit,
-    problem_from_tables,
-)
+from statrecon.engines.intervals import AuditOptions
 from statrecon.errors import OptionError, StatreconError, check_option
+from statrecon.runs.known_cells import KnownCellsAudit, audit_known_cells
 from statrecon.tables import TableSet
 from statrecon.tables.ckm import (
     KEY_COLUMN,
@@ -129,34 +124,14 @@ def _column(keys: list[Fraction]) -> list[Any]:
 
 
 @dataclass(frozen=True)
-class PerturbedAudit:
-    """What an attacker proves about the true counts of a perturbed release: each cell's
-    a-priori interval from its published count (``bounds``: what the published count allows
-    under ``knowledge``; (0, None) for a cell not published), then the LP and integer
-    intervals of the engines' audit (``result``, one ``CellAudit`` per cell in
-    ``tables.keys()`` order) over the true tables' additivity. A cell whose interval has
-    width 0 is pinned: ``disclosed``."""
+class PerturbedAudit(KnownCellsAudit):
+    """What an attacker proves about the true counts of a perturbed release: the audit of
+    cells known within sets (``runs/known_cells.py``), each cell's set the counts its
+    published count allows under ``knowledge`` ((0, None) for a cell not published:
+    ``published`` says which are), the true tables' additivity the equations. A cell whose
+    interval has width 0 is pinned: ``disclosed``."""
 
-    result: AuditResult
-    bounds: tuple[tuple[int, int | None], ...]
-    published: tuple[bool, ...]
-    knowledge: Knowledge
-
-    @property
-    def pinned(self) -> tuple[CellAudit, ...]:
-        return tuple(c for c in self.result.cells if c.verdict == "disclosed")
-
-    @property
-    def narrowed(self) -> tuple[CellAudit, ...]:
-        """Cells whose proven interval is strictly inside their a-priori one: the tables'
-        equations told the attacker more than the cell's own published count."""
-        out = []
-        for cell in self.result.cells:
-            best = cell.integer or cell.lp
-            low, high = self.bounds[cell.cell]
-            if best.proven and (best.lower.value != low or best.upper.value != high):
-                out.append(cell)
-        return tuple(out)
+    published: tuple[bool, ...] = ()
 
 
 def published_keys(run: PerturbRun) -> tuple[bool, ...]:
@@ -189,10 +164,5 @@ def audit_perturbed(run: PerturbRun, options: AuditOptions | None = None,
     """The proven intervals of every true count of ``run`` (:class:`PerturbedAudit`), the
     attacker knowing ``knowledge`` (default: the run's ``--attacker-knows``)."""
     knows = knowledge or run.options.knowledge
-    bounds = cell_bounds(run, knows)
-    base = problem_from_tables(run.tables)
-    problem = replace(base, hidden=(True,) * base.n_cells,
-                      lower=tuple(Fraction(lo) for lo, _ in bounds),
-                      upper=tuple(None if hi is None else Fraction(hi) for _, hi in bounds))
-    result = audit(problem, options=options or AuditOptions())
-    return PerturbedAudit(result, bounds, published_keys(run), knows)
+    checked = audit_known_cells(run.tables, cell_bounds(run, knows), knows, options)
+    return PerturbedAudit(checked.result, checked.bounds, knows, published_keys(run))
