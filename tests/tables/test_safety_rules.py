@@ -36,6 +36,9 @@ def test_a_rule_line_as_tau_argus_reads_it() -> None:
     assert parse_safety_rule("P(20,50,2)", WHERE).individual.magnitude == (
         PRule(F(20), 2, F(50)),)
     assert parse_safety_rule("", WHERE).status_only
+    # one '|' may end the list, as tau-Argus reads it (a rule, then '|' or the line's end)
+    assert parse_safety_rule("FREQ(5,20)|P(20,5)| ", WHERE) == \
+        parse_safety_rule("FREQ(5,20)|P(20,5)", WHERE)
     assert parse_safety_rule("MAN(10)|WGT(1)|MIS(1)", WHERE).status_only
 
 
@@ -71,7 +74,10 @@ def test_holding_rules_by_position_and_placeholders_as_tau_argus_writes_them() -
     ("P(10,1)|P(10,1)|P(10,1)|P(10,1)|P(10,1)", "at most 4"),
     ("FREQ(3,10)|FREQ(3,10)|FREQ(3,10)", "at most 2"),
     ("XY(1)", "unknown rule"),
-    ("P(10,1)||NK(3,75)", "empty rule"),
+    ("P(10,1)||NK(3,75)", "empty rule between"),
+    ("P(10,1)||", "empty rule between"),
+    ("|P(10,1)", "empty rule before"),
+    ("P(10,1)|  |", "empty rule between"),
     ("P(ten, 1)", "not a number"),
     ("P 10,1", "not a rule"),
     ("P(1e999999, 1)", "digits|exponent|large|number"),

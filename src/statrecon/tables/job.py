@@ -10,7 +10,7 @@ Commands, in tau-Argus's grammar and order:
   response itself, tau-Argus's default) and its ``<SAFETYRULE>`` (``tables/safety.py``), then
   ``<READMICRODATA>``. Table input (``<OPENTABLEDATA>``, ``<READTABLE>``) is read by
   ``tauargus.read_arb``; its steps are read here.
-- ``<RECODE> 1, Size, "GK.grc"`` or ``<RECODE> 1, Region, 2`` (``tables/recode.py``): the
+- ``<RECODE> 1, Size, "size.grc"`` or ``<RECODE> 1, Region, 2`` (``tables/recode.py``): the
   variable is recoded for every table that has it, from its own codes (a second recode of a
   variable replaces the first).
 - ``<SUPPRESS> MOD(1, ...)``: secondary suppression of table 1 (0: every table); ``GH``,
@@ -231,8 +231,7 @@ class _Parser:
             self.status = 3
         elif word == "<SAFETYRULE>":
             self.expect((3,), word, where)
-            # tau-Argus ends a rule list at a trailing '|' (checkTauArgus's ex2 has one)
-            rules = parse_safety_rule(rest.rstrip().removesuffix("|"), where)
+            rules = parse_safety_rule(rest, where)
             self.tables[-1] = replace(self.tables[-1], rules=rules, rules_line=number)
             self.status = 4
         else:

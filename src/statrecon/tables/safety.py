@@ -219,12 +219,17 @@ def parse_safety_rule(text: str, where: str) -> SafetyRules:
     """The rules of one ``<SAFETYRULE>`` line (the text after the keyword); a rule that is
     not one, a rule with impossible parameters, or too many of a kind raise a
     :class:`SafetyRuleError` naming ``where`` (``file:line``). An empty text holds no rule
-    (tau-Argus then uses the statuses given)."""
+    (tau-Argus then uses the statuses given). One ``|`` may end the list, as tau-Argus
+    reads it (``FREQ(5,20)|P(20,5)|``: after each rule a ``|`` or the end of the line)."""
     found: dict[str, list[tuple[Fraction, ...]]] = {k: [] for k in _ARITY}
-    for part in (p for p in text.split("|")):
+    parts = text.split("|")
+    if len(parts) > 1 and not parts[-1].strip() and parts[-2].strip():
+        parts.pop()  # the one trailing '|' after the last rule
+    for i, part in enumerate(parts):
         if not part.strip():
             if text.strip():
-                _fail(where, "an empty rule between two '|'")
+                _fail(where, "an empty rule between two '|'" if 0 < i < len(parts) - 1
+                      else "an empty rule before the first '|' or after the last")
             continue
         m = _RULE.fullmatch(part)
         if m is None:
