@@ -72,6 +72,10 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/peers/bench_tauargus.py
 	$(BIN)/python benchmarks/bench_tables.py
 	$(BIN)/python benchmarks/bench_protect.py --gauss-audit --exact 30
+	# tau-Argus's own examples from snapshots of their repositories, never committed:
+	# make bench CHECKTAUARGUS=DIR TAUARGUS=DIR (without them: one line, skipped)
+	$(BIN)/python benchmarks/check_tauargus_examples.py \
+		$(if $(CHECKTAUARGUS),--checktauargus $(CHECKTAUARGUS)) $(if $(TAUARGUS),--tauargus $(TAUARGUS))
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks

@@ -54,6 +54,16 @@ def test_an_apriori_file_changes_statuses_costs_and_levels(tmp_path: Path) -> No
     assert _cell(after, "4", "6").protection == (min(F(10), value), 20)
 
 
+def test_quoted_fields_as_tau_argus_generates_them(tmp_path: Path) -> None:
+    """tau-Argus's "Generate apriori" writes codes in quotes, "" for a total: each field's
+    pair of quotes is taken off, as tau-Argus's reader does."""
+    after = read_arb(_job(tmp_path, '"","",p\n" 5","Nr",P\n"2",2,"u"\n',
+                          '"pp.hst", 1, ",", 0, 0'))
+    assert _cell(after, "Total", "Total").status is CellStatus.PROTECTED
+    assert _cell(after, "5", "Nr").status is CellStatus.PROTECTED
+    assert _cell(after, "2", "2").status is CellStatus.PRIMARY
+
+
 @pytest.mark.parametrize(("hst", "words"), [
     ("5;1;AB;0;100\n", "AB"),
     ("5;1\n", "expected 2 codes"),

@@ -12,7 +12,9 @@ separator the ``<APRIORI>`` command gives (``;`` by default)::
     5;5;C;1         its cost for secondary suppression (W too; 0 or less: 1, as tau-Argus)
     Zd;5;PL;10;20   its lower and upper protection levels (a primary cell only)
 
-Codes are compared without tau-Argus's padding (``" 1"`` is ``1``); an empty cell (no
+A field may be in double quotes, as tau-Argus writes the a-priori files it generates
+(``"RegA","",p``: a pair of quotes around a field is taken off, ``""`` is blank, so the
+total). Codes are compared without tau-Argus's padding (``" 1"`` is ``1``); an empty cell (no
 contributor) is left as it is, as tau-Argus does. With ``expand_trivial`` (the command's
 ExpandTrivial, 1) a line changes every cell that is the same cell through a code with a
 single child (a total over one code, its child, ...). With ``ignore_errors`` a line naming
@@ -103,7 +105,7 @@ class _NoSuchCell(AprioriError):
 
 def _line(raw: str, separator: str, table: Table, codes: _CodeIndex, expand: bool,
           number: int, where: str) -> Change:
-    fields = [f.strip() for f in raw.split(separator)]
+    fields = [_unquote(f) for f in raw.split(separator)]
     n = len(table.variables)
     if len(fields) <= n:
         raise AprioriError(f"{where}: {len(fields)} fields separated by {separator!r}: "
@@ -123,6 +125,15 @@ def _line(raw: str, separator: str, table: Table, codes: _CodeIndex, expand: boo
         return Change(number, cells, "status", _STATUSES[command])
     return Change(number, cells, "cost" if command in ("C", "W") else "levels",
                   values=values)
+
+
+def _unquote(field: str) -> str:
+    """A field trimmed, its one pair of surrounding double quotes taken off (tau-Argus's
+    ``Tokenizer.nextField``), and trimmed again (codes are compared without padding)."""
+    field = field.strip()
+    if len(field) >= 2 and field[0] == field[-1] == '"':
+        field = field[1:-1].strip()
+    return field
 
 
 def _values(command: str, given: list[str], where: str) -> tuple[Fraction, ...]:
