@@ -232,8 +232,8 @@ TABLES_JOB_PROTECTED = {"tables", "method", "status", "primary", "secondary", "c
 
 def test_tables_protect_of_a_job_keys(run_cli: CliRunner, tmp_path: Path) -> None:
     """``tables protect job.arb --json``: a tau-Argus job carried out."""
-    shutil.copytree(ROOT / "tests" / "data" / "checktauargus" / "ex2", tmp_path / "ex2")
-    code, out, err = run_cli("tables", "protect", tmp_path / "ex2" / "batch_ex2.arb",
+    shutil.copytree(ROOT / "tests" / "data" / "jobs" / "micro", tmp_path / "micro")
+    code, out, err = run_cli("tables", "protect", tmp_path / "micro" / "income.arb",
                              "--json", "--quiet")
     assert code == 0, err
     data = json.loads(out)

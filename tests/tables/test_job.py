@@ -1,7 +1,8 @@
-"""tau-Argus batch jobs (tables/job.py, runs/job.py): checkTauArgus's batch examples run as
-written and give its expected output; tau-Argus's TestRecode.arb on the synthetic
-tau_testW.asc; the job's grammar, its refusals, and bad input as one line with nothing
-written."""
+"""tau-Argus batch jobs (tables/job.py, runs/job.py): two small jobs of our own (a table as
+input, free-format microdata; tests/data/jobs, their expected outputs worked out by hand in
+its README) give their expected output; a job of recodes on the synthetic enterprises.asc;
+the job's grammar, its refusals, and bad input as one line with nothing written. tau-Argus's
+own batch examples run in benchmarks/check_tauargus_examples.py, from a snapshot."""
 
 from __future__ import annotations
 
@@ -16,16 +17,19 @@ from statrecon.errors import StatreconError
 from statrecon.tables.job import Recode, Suppress, WriteTable, job_tables, read_job
 
 ROOT = Path(__file__).resolve().parents[2]
-CHECK = ROOT / "tests" / "data" / "checktauargus"
-TESTW = ROOT / "examples" / "tables" / "tauargus" / "testw"
-# checkTauArgus's expected statuses (sdcTable's recode of tau-Argus's status numbers)
-EXPECTED = list("ssssxussssxxsss")
+JOBS = ROOT / "tests" / "data" / "jobs"
+MICRO = JOBS / "micro"
+ENTERPRISES = ROOT / "examples" / "tables" / "tauargus" / "enterprises"
+# the expected statuses (tests/data/jobs/README.md): u primary, x secondary, p protected
+EXPECTED = {"tabular": "ssss susx sxsx sssp ssss", "micro": "ssss susx sxsu ssss"}
+CODES = {"tabular": [("D1", "Total"), ("D1", "agri"), ("D1", "ind"), ("D1", "serv")],
+         "micro": [("N", "Total"), ("N", " agri"), ("N", "  ind"), ("N", " serv")]}
 
 
 def _letter(status: str) -> str:
     number = int(status)
     return "u" if 3 <= number <= 9 else "x" if number in (11, 12) else \
-        "z" if number == 14 else "s"
+        "p" if number == 10 else "z" if number == 14 else "s"
 
 
 def _copy(source: Path, tmp_path: Path) -> Path:
@@ -34,61 +38,74 @@ def _copy(source: Path, tmp_path: Path) -> Path:
     return folder
 
 
-@pytest.mark.parametrize(("example", "response", "first"), [("ex1", "freq", "5146"),
-                                                            ("ex2", "num1", "10484.95")])
-def test_check_tau_argus_batch_examples_give_the_expected_output(
-        run_cli: CliRunner, tmp_path: Path, example: str, response: str, first: str) -> None:
-    """ex1 (table input) and ex2 (free-format microdata, FREQ(5,20)|P(20,5)|, OPT) run as
-    written: the file <WRITETABLE> asks for has checkTauArgus's 15 rows, columns, first
-    value and statuses. AS+ shows true values: that file is the working file; the name the
-    job gives holds the publication, the same rows with every suppressed value x."""
-    folder = _copy(CHECK / example, tmp_path)
-    code, out, err = run_cli("tables", "protect", folder / f"batch_{example}.arb", "--quiet")
+@pytest.mark.parametrize(("example", "job", "response", "values"), [
+    ("tabular", "counts", "count", "1805 147 763 895 417 12 310 95 425 40 125 260 293 75 88 130 "
+     "670 20 240 410"),
+    ("micro", "income", "income", "9000.05 1000.00 5300.05 2700.00 2450.05 150.00 2000.05 "
+     "300.00 3050.00 250.00 1800.00 1000.00 3500.00 600.00 1500.00 1400.00"),
+])
+def test_small_jobs_give_their_expected_output(run_cli: CliRunner, tmp_path: Path,
+                                               example: str, job: str, response: str,
+                                               values: str) -> None:
+    """A table as input (MAN(15), a protected cell, OPT) and free-format microdata
+    (FREQ(4,20)|P(15,1)|, OPT) run as written: the file <WRITETABLE> asks for has the
+    expected rows, columns, values and statuses (the optimal patterns, tests/data/jobs's
+    README). AS+ shows true values: that file is the working file; the name the job gives
+    holds the publication, the same rows with every suppressed value x."""
+    folder = _copy(JOBS / example, tmp_path)
+    code, out, err = run_cli("tables", "protect", folder / f"{job}.arb", "--quiet")
     assert code == 0, err
-    assert f"wrote {folder / f'tabout_{example}.working.txt'}" in out.replace("\n", " ")
-    working = list(csv.DictReader((folder / f"tabout_{example}.working.txt").open()))
-    published = list(csv.DictReader((folder / f"tabout_{example}.txt").open()))
-    assert list(working[0]) == ["region", "gender", response, "Status"]
-    assert len(working) == len(published) == 15
-    assert working[0][response] == first
-    assert [_letter(r["Status"]) for r in working] == EXPECTED
+    assert "(working file: true values, never to publish)" in " ".join(out.split())
+    working = list(csv.DictReader((folder / f"{job}_out.working.txt").open()))
+    published = list(csv.DictReader((folder / f"{job}_out.txt").open()))
+    assert list(working[0]) == ["district", "sector", response, "Status"]
+    assert [r[response] for r in working] == values.split()
+    # the codes as the hierarchies write them (microdata: padded to the variable's length)
+    assert [(r["district"], r["sector"]) for r in working[4:8]] == CODES[example]
+    assert len(published) == len(working)
+    letters = "".join(_letter(r["Status"]) for r in working)
+    assert " ".join(letters[i:i + 4] for i in range(0, len(letters), 4)) == EXPECTED[example]
     assert [r["Status"] for r in published] == [r["Status"] for r in working]
     for shown, true in zip(published, working, strict=True):
         hidden = _letter(true["Status"]) in "ux"
         assert shown[response] == ("x" if hidden else true[response])
 
 
-def test_test_recode_runs_as_written_on_the_synthetic_microdata(run_cli: CliRunner,
-                                                               tmp_path: Path) -> None:
-    """tau-Argus's TestRecode.arb: two tables from tau_testW.asc (fixed width, NK(2,75)),
-    Size recoded by GK.GRC (1-5 into 1), Region cut at level 2 (nothing below it),
-    IndustryCode by a <TREERECODE> file; then <GOINTERACTIVE>. It writes nothing itself and
-    has no <SUPPRESS>: --out gets both tables, protected as linked tables."""
-    job = read_job(TESTW / "TestRecode.arb")
+def test_a_job_of_recodes_runs_as_written(run_cli: CliRunner, tmp_path: Path) -> None:
+    """examples/tables/tauargus/enterprises/recode.arb: two tables from the fixed-width
+    enterprises.asc, Size recoded by size.grc (1-4 into 1, 5 and 6 into 5), Region cut at
+    level 1 (its four parts), Activity by a <TREERECODE> file (division 10, group 451 and
+    division 62 closed); then <GOINTERACTIVE>. It writes nothing itself and has no
+    <SUPPRESS>: --out gets both tables, protected as linked tables."""
+    job = read_job(ENTERPRISES / "recode.arb")
     assert [type(s) for s in job.steps] == [Recode, Recode, Recode]
     assert job.set_aside[-1].endswith("<GOINTERACTIVE>: the job ends here, as in tau-Argus")
     first, second = job_tables(job)
     assert first.table.hierarchies["Size"].children == {
-        "Total": (" 1", " 6", " 7", " 8", " 9", "99")}
-    industry = second.table.hierarchies["IndustryCode"]
-    assert "142" in industry and industry.is_leaf("142") and industry.is_leaf("1500")
-    assert industry.children["151"] == ("1512", "1513")
+        "Total": (" 1", " 5", " 7", " 8", " 9", "99")}
+    assert first.table.hierarchies["Region"].children == {
+        "Total": ("Nr", "Os", "Ws", "Zd", "99")}
+    activity = second.table.hierarchies["Activity"]
+    assert all(activity.is_leaf(code) for code in ("10", "451", "62"))
+    assert activity.children["45"] == ("451", "452")
+    assert activity.children["474"] == ("47410", "47420")
     assert any(c.status.value == "primary" for c in first.table.cells)
-    code, out, err = run_cli("tables", "protect", TESTW / "TestRecode.arb", "--out",
-                             tmp_path / "testw.csv", "--quiet")
+    code, out, err = run_cli("tables", "protect", ENTERPRISES / "recode.arb", "--out",
+                             tmp_path / "recoded.csv", "--quiet")
     assert code == 0, err
-    assert "tables 1 (Size x Region), 2 (Region x IndustryCode), fast:" in out
-    assert "no <SUPPRESS>: every table is protected" in out
-    rows = list(csv.DictReader((tmp_path / "testw.csv").open()))
+    said = " ".join(out.split())  # the terminal may wrap a line at any blank
+    assert "tables 1 (Size x Region), 2 (Region x Activity), fast:" in said
+    assert "no <SUPPRESS>: every table is protected" in said
+    rows = list(csv.DictReader((tmp_path / "recoded.csv").open()))
     assert {r["table"] for r in rows} == {"table1", "table2"}
     assert "x" in {r["value"] for r in rows}
 
 
-JOB = """<OPENMICRODATA> "microdata_ex2.asc"
-<OPENMETADATA> "metadata_ex2.rda"
-<SPECIFYTABLE> "region""gender"|"num1"||
+JOB = """<OPENMICRODATA> "income.asc"
+<OPENMETADATA> "income.rda"
+<SPECIFYTABLE> "district""sector"|"income"||
 <SAFETYRULE> FREQ(5,20)
-<SPECIFYTABLE> "region"|<FREQ>|||
+<SPECIFYTABLE> "district"|<FREQ>|||
 <SAFETYRULE> FREQ(3,10)
 <READMICRODATA>
 <SUPPRESS> MOD(0)
@@ -98,10 +115,10 @@ JOB = """<OPENMICRODATA> "microdata_ex2.asc"
 
 
 def test_the_grammar_of_a_job(tmp_path: Path) -> None:
-    folder = _copy(CHECK / "ex2", tmp_path)
+    folder = _copy(MICRO, tmp_path)
     (folder / "job.arb").write_text(JOB)
     job = read_job(folder / "job.arb")
-    assert job.tables[1].response is None and job.tables[1].explanatory == ("region",)
+    assert job.tables[1].response is None and job.tables[1].explanatory == ("district",)
     assert job.steps[0] == Suppress(8, "MOD", 0)
     write = job.steps[1]
     assert isinstance(write, WriteTable) and write.kind == 1
@@ -123,16 +140,16 @@ def test_the_grammar_of_a_job(tmp_path: Path) -> None:
     (("<READMICRODATA>\n", "<READMICRODATA>\n<CLEAR>\n"), "job.arb:8: <CLEAR> is not run by "
      "statrecon (one job per batch file"),
     (("<SAFETYRULE> FREQ(3,10)", "<SAFETYRULE> P(120, 1)"), "job.arb:6: <SAFETYRULE>"),
-    (('"metadata_ex2.rda"', '"nothere.rda"'), "job.arb:2: metadata file 'nothere.rda': no "
+    (('"income.rda"', '"nothere.rda"'), "job.arb:2: metadata file 'nothere.rda': no "
      "such file"),
     (("<READMICRODATA>\n", "<READMICRODATA>\n<RECODE> 1, weight, 2\n"),
      "job.arb:8: <RECODE>: table 1 has no variable 'weight'"),
-    (("<SPECIFYTABLE> \"region\"|<FREQ>|||\n", ""), "job.arb:5: <SAFETYRULE> is not allowed "
+    (("<SPECIFYTABLE> \"district\"|<FREQ>|||\n", ""), "job.arb:5: <SAFETYRULE> is not allowed "
      "here"),
 ])
 def test_a_bad_job_is_one_line_naming_its_line(tmp_path: Path, change: tuple[str, str],
                                                message: str) -> None:
-    folder = _copy(CHECK / "ex2", tmp_path)
+    folder = _copy(MICRO, tmp_path)
     (folder / "job.arb").write_text(JOB.replace(*change))
     with pytest.raises(StatreconError) as e:
         read_job(folder / "job.arb")
@@ -140,24 +157,24 @@ def test_a_bad_job_is_one_line_naming_its_line(tmp_path: Path, change: tuple[str
 
 
 @pytest.mark.parametrize(("target", "old", "new", "message"), [
-    ("metadata_ex2.rda", "hier_region_ex2.hrc", "gone.hrc", "metadata_ex2.rda:4: hierarchy "
-     "file 'gone.hrc': no such file"),
-    ("metadata_ex2.rda", "val 3 999", "val 3 9999", "metadata_ex2.rda:15: variable val: "
-     "missing code '9999' is longer than its length 3"),
-    ("hier_region_ex2.hrc", "D", "D\n@A", "hier_region_ex2.hrc:8: code A appears twice"),
-    ("microdata_ex2.asc", "A,female, 66", "E,female, 66", "microdata_ex2.asc:1: region E is "
-     "not a code of hier_region_ex2.hrc"),
-    ("batch_ex2.arb", '"num1"|""', '"num1"|"num2"', "batch_ex2.arb:4: a shadow variable "
-     "(num2) other than the response is not applied"),
+    ("income.rda", "district.hrc", "gone.hrc", "income.rda:4: hierarchy file 'gone.hrc': no "
+     "such file"),
+    ("income.rda", "staff 3 999", "staff 3 9999", "income.rda:15: variable staff: missing "
+     "code '9999' is longer than its length 3"),
+    ("district.hrc", "W", "W\r\n@N", "district.hrc:4: code N appears twice"),
+    ("income.asc", "S,agri, 40", "E,agri, 40", "income.asc:1: district E is not a code of "
+     "district.hrc"),
+    ("income.arb", '"income"|""', '"income"|"costs"', "income.arb:4: a shadow variable "
+     "(costs) other than the response is not applied"),
 ])
 def test_bad_input_exits_1_with_one_line_and_writes_nothing(
         run_cli: CliRunner, tmp_path: Path, target: str, old: str, new: str,
         message: str) -> None:
-    folder = _copy(CHECK / "ex2", tmp_path)
+    folder = _copy(MICRO, tmp_path)
     path = folder / target
     path.write_bytes(path.read_bytes().replace(old.encode(), new.encode(), 1))
     before = sorted(p.name for p in folder.iterdir())
-    code, _out, err = run_cli("tables", "protect", folder / "batch_ex2.arb", "--quiet")
+    code, _out, err = run_cli("tables", "protect", folder / "income.arb", "--quiet")
     assert code == 1
     assert err.strip().count("\n") == 0 and f"{folder}/{message}" in err, err
     assert sorted(p.name for p in folder.iterdir()) == before
@@ -165,18 +182,18 @@ def test_bad_input_exits_1_with_one_line_and_writes_nothing(
 
 def test_audit_of_a_microdata_job_audits_its_primary_pattern(run_cli: CliRunner) -> None:
     """`tables audit job.arb`: the tables as the job specifies them, before <SUPPRESS>: the
-    one primary cell of ex2 is disclosed by the margins (exit 4)."""
-    code, out, _err = run_cli("tables", "audit", CHECK / "ex2" / "batch_ex2.arb")
+    two primary cells of the microdata job are disclosed by the margins (exit 4)."""
+    code, out, _err = run_cli("tables", "audit", MICRO / "income.arb")
     assert code == 4
-    assert "1 suppressed cells audited" in out and "region=A, gender=female" in out
+    assert "2 suppressed cells audited" in out and "district=N, sector=agri" in out
 
 
 def test_the_example_job_writes_publications_and_working_files(run_cli: CliRunner,
                                                                tmp_path: Path) -> None:
-    """examples/tables/tauargus/testw/protect.arb: CSV (a publication), SBS (its publication
+    """examples/tables/tauargus/enterprises/protect.arb: CSV (a publication), SBS (its publication
     without the true values, the working file with them), the intermediate file with the
     audit (a working file only, with its .rda and .hrc files)."""
-    folder = _copy(TESTW, tmp_path)
+    folder = _copy(ENTERPRISES, tmp_path)
     code, _out, err = run_cli("tables", "protect", folder / "protect.arb", "--quiet")
     assert code == 0, err
     written = sorted(p.name for p in folder.iterdir() if p.name.startswith("size_region"))
@@ -225,19 +242,19 @@ def test_the_forms_of_a_publication(run_cli: CliRunner, tmp_path: Path, publish:
 
 def test_an_apriori_file_in_a_microdata_job(run_cli: CliRunner, tmp_path: Path) -> None:
     """<APRIORI> after <READMICRODATA>: the a-priori file changes statuses before the
-    suppression (B, female made unsafe by hand: tau-Argus's status 9), and a table already
-    protected cannot take one."""
-    folder = _copy(CHECK / "ex2", tmp_path)
-    (folder / "a.hst").write_text("B;female;U\nD;  male;P\n")
-    job = (folder / "batch_ex2.arb").read_text().replace(
+    suppression (W, serv made unsafe by hand: tau-Argus's status 9; N, ind protected: 10),
+    and a table already protected cannot take one."""
+    folder = _copy(MICRO, tmp_path)
+    (folder / "a.hst").write_text("W; serv;U\nN;  ind;P\n")
+    job = (folder / "income.arb").read_text().replace(
         "<SOLVER>", '<APRIORI> "a.hst", 1, ";", 0, 0\n<SOLVER>')
     (folder / "job.arb").write_text(job)
     code, _out, err = run_cli("tables", "protect", folder / "job.arb", "--quiet")
     assert code == 0, err
-    rows = {(r["region"], r["gender"]): r for r in
-            csv.DictReader((folder / "tabout_ex2.working.txt").open())}
-    assert rows[("B", "female")]["Status"] == "9" and rows[("D", "  male")]["Status"] == "10"
-    assert rows[("A", "female")]["Status"] == "3"
+    rows = {(r["district"], r["sector"]): r for r in
+            csv.DictReader((folder / "income_out.working.txt").open())}
+    assert rows[("W", " serv")]["Status"] == "9" and rows[("N", "  ind")]["Status"] == "10"
+    assert (rows[("S", " serv")]["Status"], rows[("N", " agri")]["Status"]) == ("3", "5")
     (folder / "late.arb").write_text(job.replace('<APRIORI> "a.hst", 1, ";", 0, 0\n', "")
                                      .replace("<WRITETABLE>", '<APRIORI> "a.hst", 1, ";"\n'
                                               "<WRITETABLE>"))
