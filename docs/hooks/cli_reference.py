@@ -46,6 +46,7 @@ EXIT_CODES: dict[str, dict[int, str]] = {
     "experiment diffix": {},
     "experiment dp-census": {},  # tracts and blocks cut short are counted in its output
     "census tabulate": {},
+    "census swap": {},
     "census reconstruct": {2: "the tables of a tract contradict each other (conflicting "
                               "cells named)",
                            3: "some tract is unknown within its time limit"},
