@@ -21,6 +21,7 @@ from statrecon.engines.linear import LinearOptions
 from statrecon.engines.suppression import ProtectOptions
 from statrecon.errors import OptionError, StatreconError
 from statrecon.experiments.dp_census import DpCensusOptions
+from statrecon.runs.rounding import RoundOptions
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "statrecon"
 NAN, INF = math.nan, math.inf
@@ -45,6 +46,8 @@ BAD: dict[type, list[dict[str, Any]]] = {
     DpCensusOptions: [{"rhos": ()}, {"rhos": (1.0, 0.0)}, {"rhos": (NAN,)}, {"seed": -1},
                       {"rank": -1}, {"delta": 0.0}, {"delta": 1.0}, {"workers": 0},
                       {"time_limit": -1.0}, {"certain_time_limit": NAN}],
+    RoundOptions: [{"base": 1}, {"base": 0}, {"base": 2.5}, {"method": "floor"},
+                   {"seed": 3}, {"knowledge": "all"}, {"time_limit": -1.0}],
 }
 
 
