@@ -1,4 +1,5 @@
-"""``statrecon census tabulate | reconstruct | compare | report``: SF1 person tables at scale."""
+"""``statrecon census tabulate | reconstruct | swap | compare | report``: SF1 person tables at
+scale."""
 
 from __future__ import annotations
 
@@ -216,6 +217,83 @@ def certain(
             f"wrote {out}: {summary.persons:,} persons certain within the noise (together, "
             f"with probability >= {1 - delta:g}) in {summary.blocks:,} blocks; statuses "
             f"{summary.statuses}, {summary.elapsed_s:.1f} s")
+
+
+@census_app.command()
+def swap(
+    persons: Annotated[Path, typer.Option(help="Persons file (CSV or Parquet), as `census "
+                                          "tabulate` reads it.")],
+    out: Annotated[Path, typer.Option(
+        help="The swapped persons, a working file (true records, moved): <stem>.working.csv "
+             "or .parquet. Beside it <stem>.swaps.working<suffix> (which units swapped) and "
+             "<stem>.swap.json (the method and its parameters, to state with the release).")],
+    rate: Annotated[float, typer.Option(help="Share of units swapped, in [0, 1] (a pair "
+                                        "swaps two).")],
+    k: Annotated[int, typer.Option("--k", help="k-anonymity threshold: a unit with a person "
+                                   "whose risk combination is counted below k in its area "
+                                   "is swapped out of it (0: none).")] = 3,
+    levels: Annotated[str, typer.Option(
+        help="Geographic levels, highest first, where risk is counted and units are swapped "
+             "across: state, county, tract, block (the block GEOID's).")] = "block",
+    within: Annotated[str, typer.Option(
+        help="Every pair stays within one of these (state, county, tract), which keeps "
+             "all its counts; none: anywhere.")] = "tract",
+    risk: Annotated[str, typer.Option(
+        help="Risk variables, comma-separated: columns of the persons file or voting_age, "
+             "household_size, adults.")] = "voting_age,hispanic,white,black,aian,asian,"
+                                            "nhopi,sor",
+    similar: Annotated[list[str] | None, typer.Option(
+        help="Similarity profile: partners share these (comma-separated; empty: any); "
+             "repeat for fallbacks tried in order. Default household_size,adults.")] = None,
+    household: Annotated[str | None, typer.Option(
+        help="Column of household ids: a household's persons (in one block) move together. "
+             "Default: each person is a unit.")] = None,
+    seed: Annotated[int | None, typer.Option(min=0, help="Seed (default: drawn, and "
+                                             "reported).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable summary.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", help="No progress on stderr.")] = False,
+) -> None:
+    """Targeted record swapping (as sdcMicro's recordSwap): units at risk (counted below k)
+    swapped out of their area, topped up to the swap rate, each with a partner of the same
+    similarity profile; seeded. Writes working files only: tabulate the swapped persons with
+    `census tabulate` to publish."""
+    import secrets
+
+    from statrecon.census.persons import swap as swapping
+
+    options = swapping.PersonsSwap(
+        rate=rate, k=k, levels=_names(levels), within=None if within == "none" else within,
+        risk=_names(risk),
+        similar=tuple(_names(p) for p in similar) if similar else swapping.DEFAULT_SIMILAR,
+        household=household, seed=secrets.randbelow(2**32) if seed is None else seed)
+    swapping.check_options(options)
+    swapping.check_out(out)
+    paths = swapping.output_paths(out)
+    for path in paths:
+        check_writable(path, "--out", inputs_given=(("--persons", persons),))
+    with activity("Swapping…", quiet=quiet):
+        read = swapping.read_persons(persons)
+        result = swapping.swap_persons(read.persons, options)
+        swapping.write_swap(read.raw, result, options, out)
+    summary = swapping.summary(result, options, paths)
+    if as_json:
+        sys.stdout.write(json.dumps(summary) + "\n")
+        return
+    unit = options.unit_name
+    err = Console(stderr=True, soft_wrap=True, highlight=False)
+    err.print(f"wrote {paths[0]}: the swapped {unit}, a working file (true records, moved: "
+              f"never publish it); {paths[1]}: which swapped (working); {paths[2]}: the "
+              "method, to state with the release")
+    err.print(f"{summary['swapped_units']:,} of {summary['units']:,} {unit} swapped in "
+              f"{result.pairs:,} pairs (rate {rate}: {result.target_pairs:,} pairs); "
+              f"{result.protected:,} of {result.at_risk:,} at risk (k = {k}) moved out of "
+              f"their area; seed {options.seed}")
+    err.print(f"kept: {'; '.join(summary['preserved'])}")
+
+
+def _names(text: str) -> tuple[str, ...]:
+    """A comma-separated list of names."""
+    return tuple(n.strip() for n in text.split(",") if n.strip())
 
 
 @census_app.command("block-release")
