@@ -64,7 +64,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_exact.py
 	$(BIN)/python benchmarks/bench_linear.py
 	$(BIN)/python benchmarks/bench_determine_scale.py
-	$(BIN)/python benchmarks/bench_front_door.py --repeat 3
+	$(BIN)/python benchmarks/bench_front_door.py --repeat 3 --rounds 3
 	$(BIN)/python benchmarks/bench_census.py --dask
 	$(BIN)/python benchmarks/bench_dp_census.py
 	$(BIN)/python benchmarks/check_certain_within_noise.py

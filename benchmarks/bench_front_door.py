@@ -10,15 +10,24 @@
     Ratio whole / LP, target <= 1.5.
 (b) 100,000 statistics in a Parquet ``statistics_file`` over 300 public ids: load + compile
     seconds (target < 10).
+(c) Start-up (issue 31, item 2): ``statrecon --help``, every ``statrecon <command> --help``
+    and ``statrecon reconstruct examples/block.yaml`` as subprocesses, each round interleaved
+    with a bare ``python -c pass`` (the machine is shared: medians, and the time over the
+    bare interpreter measured in the same rounds). Targets: help <= 0.3 s over the bare
+    interpreter, block.yaml <= 1.0 s in all. ``--baseline-src DIR`` runs the same commands
+    with ``PYTHONPATH=DIR`` (an older ``src/``, e.g. ``git archive HEAD~N src``) interleaved in
+    the same rounds, for a before/after measured side by side.
 
 Generated releases live in a temporary folder.
 
     .venv/bin/python benchmarks/bench_front_door.py [--repeat 3] [--skip-cli] [--skip-100k]
+        [--skip-startup] [--startup-only] [--rounds 5] [--baseline-src DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -180,12 +189,134 @@ def columnar_100k(folder: Path, k: int = 100_000, n: int = 300, seed: int = 0) -
           f"matrix {system.matrix.shape}, {system.matrix.nnz:,} nonzeros")
 
 
+ROOT = Path(__file__).resolve().parents[1]
+HELP_TARGET = 0.3  # seconds over the bare interpreter
+BLOCK_TARGET = 1.0  # seconds in all
+
+
+def every_command() -> list[list[str]]:
+    """``--help``, each group's and each command's ``--help``, then ``reconstruct block.yaml``
+    (the commands read from the Typer app in a subprocess, so this process stays light)."""
+    listing = subprocess.run(
+        [sys.executable, "-c",
+         "import typer, statrecon.cli as c\n"
+         "def walk(g, p):\n"
+         "    for name, sub in g.commands.items():\n"
+         "        print(' '.join([*p, name]))\n"
+         "        if hasattr(sub, 'commands'): walk(sub, [*p, name])\n"
+         "walk(typer.main.get_command(c.app), [])\n"],
+        capture_output=True, text=True, check=True).stdout.split("\n")
+    return [["--help"], *([*line.split(), "--help"] for line in listing if line),
+            ["reconstruct", "examples/block.yaml"]]
+
+
+def _seconds(command: list[str], env: dict[str, str]) -> tuple[float, float] | None:
+    """Wall seconds and CPU seconds (user + system) of one run; None if it failed."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    done = subprocess.run(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL, check=False)
+    seconds = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return (seconds, cpu) if done.returncode == 0 else None
+
+
+def _bytecode_env(cache: Path) -> dict[str, str]:
+    """An installed package runs from compiled bytecode (pip compiles it); a checkout whose
+    environment sets PYTHONDONTWRITEBYTECODE would compile every module on every run, so
+    bytecode is allowed and kept out of the tree, in ``cache``."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = str(cache)
+    return env
+
+
+def startup(rounds: int, baseline_src: Path | None) -> None:
+    """(c): every command's start-up, interleaved with the bare interpreter, median of rounds.
+    Wall seconds, and CPU seconds (user + system: on a shared machine, close to what the
+    wall clock reads on an idle one for a single-threaded start-up)."""
+    script = str(Path(sys.executable).with_name("statrecon"))
+    with tempfile.TemporaryDirectory(prefix="statrecon-pyc-") as cache:
+        env = _bytecode_env(Path(cache))
+        variants = {"now": env}
+        if baseline_src is not None:  # its own bytecode: the cache is keyed by source path
+            variants["baseline"] = {**env, "PYTHONPATH": str(baseline_src.resolve())}
+        commands = every_command()
+        for command in commands:  # compile once, untimed
+            for variant in variants.values():
+                _seconds([script, *command], variant)
+        bare: list[tuple[float, float]] = []
+        times: dict[tuple[str, str], list[tuple[float, float]]] = {}
+        for r in range(rounds):
+            for command in commands:
+                order = list(variants.items())
+                if r % 2:
+                    order.reverse()
+                bare.append(_seconds([sys.executable, "-c", "pass"], env) or (0.0, 0.0))
+                for name, variant in order:
+                    t = _seconds([script, *command], variant)
+                    if t is not None:  # a command the baseline lacks fails there: left out
+                        times.setdefault((" ".join(command), name), []).append(t)
+    _print_startup(rounds, commands, list(variants), bare, times)
+
+
+def _print_startup(rounds: int, commands: list[list[str]], variants: list[str],
+                   bare: list[tuple[float, float]],
+                   times: dict[tuple[str, str], list[tuple[float, float]]]) -> None:
+    pass_s = statistics.median(t for t, _ in bare)
+    pass_cpu = statistics.median(c for _, c in bare)
+    print(f"(c) start-up, median of {rounds} rounds, each command interleaved with a bare "
+          f"`python -c pass` ({pass_s:.3f} s wall, {pass_cpu:.3f} s CPU, median of "
+          f"{len(bare)}); load average {os.getloadavg()[0]:.1f} at the end")
+    header = "".join(f" | {name:>8}: wall s  over bare  ratio  CPU s" for name in variants)
+    print(f"    {'statrecon ...':40}{header}")
+    worst: dict[str, tuple[float, float]] = {}
+    for command in commands:
+        label = " ".join(command)
+        cells = []
+        for name in variants:
+            got = times.get((label, name))
+            if not got:
+                cells.append(f" | {'n/a':>16}{'':>28}")
+                continue
+            wall = statistics.median(t for t, _ in got)
+            cpu = statistics.median(c for _, c in got)
+            cells.append(f" | {wall:16.3f}  {wall - pass_s:9.3f}  {wall / pass_s:5.1f}  "
+                         f"{cpu:5.3f}")
+            if command[-1] == "--help":
+                old = worst.get(name, (0.0, 0.0))
+                worst[name] = (max(old[0], wall - pass_s), max(old[1], cpu - pass_cpu))
+        print(f"    {label:40}" + "".join(cells))
+    for name in variants:
+        block = times.get(("reconstruct examples/block.yaml", name))
+        wall = statistics.median(t for t, _ in block) if block else float("nan")
+        cpu = statistics.median(c for _, c in block) if block else float("nan")
+        help_wall, help_cpu = worst.get(name, (float("nan"), float("nan")))
+        print(f"    {name}: slowest --help {help_wall:.3f} s wall, {help_cpu:.3f} s CPU over "
+              f"bare (target <= {HELP_TARGET}: "
+              f"{'met' if help_wall <= HELP_TARGET else 'not met'} on the wall clock); "
+              f"reconstruct examples/block.yaml {wall:.3f} s wall, {cpu:.3f} s CPU (target "
+              f"<= {BLOCK_TARGET}: {'met' if wall <= BLOCK_TARGET else 'not met'} on the wall "
+              f"clock)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--skip-cli", action="store_true")
     parser.add_argument("--skip-100k", action="store_true")
+    parser.add_argument("--skip-startup", action="store_true")
+    parser.add_argument("--startup-only", action="store_true", help="only (c)")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds of (c)")
+    parser.add_argument("--baseline-src", type=Path, default=None,
+                        help="(c) also with PYTHONPATH=DIR, interleaved")
     args = parser.parse_args()
+    if not args.skip_startup:
+        startup(args.rounds, args.baseline_src)
+    if args.startup_only:
+        return
     with tempfile.TemporaryDirectory(prefix="statrecon-bench-") as tmp:
         folder = Path(tmp)
         (folder / "a").mkdir()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from statrecon.engines.exact import ExactOptions, check_model_size, model_size, reconstruct_exact
+from statrecon.engines.exact import ExactOptions, check_model_size, model_size
 from statrecon.engines.linear import (
     ESTIMATORS,
     LinearOptions,
@@ -88,6 +88,9 @@ def reconstruct(
             f"{release.source or 'release'}: {missing[0]} has no published value "
             "(fill it with statrecon tabulate)"
         )
+    # lazy: OR-Tools (and the pandas it imports) load on the exact route only
+    from statrecon.engines.exact import reconstruct_exact
+
     exact = reconstruct_exact(release, known, options)
     return replace(exact, route=Route("exact", "exact", why))
 

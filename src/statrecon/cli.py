@@ -43,7 +43,36 @@ def _plain_flags() -> None:
     TyperOption.display_type_rich = display  # type: ignore[method-assign]
 
 
+def _no_adapter_for_none() -> None:
+    """typer builds a parameter's pydantic TypeAdapter before coercing its value, even a value
+    that is None, which its coercion returns unchanged without the adapter: every ``statrecon
+    <group> <command> --help`` imported pydantic for the group's unset ``--help`` (0.1 s and
+    more). A None value is coerced by typer's own pass-through; nothing else changes."""
+    from typer import _coercion
+    from typer.core import _TyperParameter
+
+    original = getattr(_TyperParameter, "process_value", None)
+    passthrough = getattr(_coercion, "PassThroughRuntimeParam", None)
+    if original is None or passthrough is None or getattr(original, "_lazy", False):
+        return  # another typer, or done
+
+    def process_value(self: _TyperParameter, ctx: Any, value: Any) -> Any:
+        if value is not None or getattr(self, "_runtime_param", True) is not None:
+            return original(self, ctx, value)
+        descriptor = self.type_descriptor
+        self._runtime_param = passthrough(parameter_info=descriptor.parameter_info,
+                                          annotation=descriptor.annotation)
+        try:
+            return original(self, ctx, value)
+        finally:
+            self._runtime_param = None  # a later value gets typer's adapter
+
+    process_value._lazy = True  # type: ignore[attr-defined]
+    _TyperParameter.process_value = process_value  # type: ignore[method-assign]
+
+
 _plain_flags()
+_no_adapter_for_none()
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,

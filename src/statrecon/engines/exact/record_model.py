@@ -15,8 +15,6 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Literal
 
-from ortools.sat.python import cp_model
-
 from statrecon.errors import StatreconError
 from statrecon.release.known import KnownData
 from statrecon.release.model import Release
@@ -281,6 +279,10 @@ class RecordModel:
                     f"column '{col.name}' is {col.type.value}-valued: the exact engine needs "
                     "integer or categorical domains for unknown columns"
                 )
+        # lazy: OR-Tools loads when a model is built, not when its size is estimated (the
+        # linear route checks the exact route's size and never builds one)
+        from ortools.sat.python import cp_model
+
         self.release = release
         self.known = known
         self.model = cp_model.CpModel()

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 __all__ = ["METHODS", "LinearOptions", "LinearResult", "LinearStatus", "RecordBound",
            "reconstruct_linear", "round_estimate"]
 
-METHODS = ("determine", *ESTIMATORS)
+METHODS: tuple[str, ...] = ("determine", *ESTIMATORS)
 
 
 @dataclass(frozen=True)
