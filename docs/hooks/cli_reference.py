@@ -41,6 +41,12 @@ EXIT_CODES: dict[str, dict[int, str]] = {
                           "that may be suppressed)",
                        3: "no pattern found within the time limit (nothing written)"},
     "tables perturb": {4: "with --audit: the audit pins some true count"},
+    "tables round": {2: "--method controlled: no controlled rounding exists (CP-SAT proves "
+                        "it; the equations that admit none are named); nothing written",
+                     3: "--method controlled: none found within the time limit; nothing "
+                        "written",
+                     4: "with --audit: the audit pins some true value, or leaves a primary "
+                        "cell under-protected"},
     "tables ptable": {},
     "experiment dinur-nissim": {},
     "experiment diffix": {},

@@ -302,7 +302,9 @@ def protect(
 
     _check_apriori(apriori)
     if method is not None and method not in METHODS:
-        raise StatreconError(f"--method {method!r}: choose from {', '.join(METHODS)}")
+        hint = " (rounding to a base: statrecon tables round)" if method.startswith("round") \
+            else ""
+        raise StatreconError(f"--method {method!r}: choose from {', '.join(METHODS)}{hint}")
     if cost is not None and cost not in COSTS:
         raise StatreconError(f"--cost {cost!r}: choose from {', '.join(COSTS)}")
     if out is not None and out.suffix.lower() not in (".tab", ".arb", ".csv", ".parquet"):
@@ -543,3 +545,106 @@ def ptable_command(
             "ABS key k/256")
     output_console().print(f"wrote {out}: an {ptable_format.upper()} ptable for counts, D = "
                            f"{d}, V = {v}, js = {js} ({rows})", highlight=False)
+
+
+# ------------------------------------------------------------------------------- rounding
+
+
+@tables_app.command("round")
+def round_command(
+    source: Source,
+    base: Annotated[int, typer.Option(help="The rounding base b (a whole number, at least "
+                                      "2): every cell becomes a multiple of b next to it.")],
+    out: Annotated[Path, typer.Option(
+        help="The publication (.csv or .parquet): codes and rounded values. Beside it "
+             "<stem>.working<suffix>: true values, rounded values, changes (never to "
+             "publish).")],
+    method: Annotated[str, typer.Option(
+        help="nearest (deterministic: the nearest multiple, a tie up), random (unbiased: up "
+             "with probability (x mod b)/b; needs --seed) or controlled (the tables still add "
+             "up, least total change, as tau-Argus's RND; may not exist for three-way "
+             "tables: exit 2).")] = "nearest",
+    seed: Annotated[int | None, typer.Option(
+        min=0, help="--method random: the seed of the draws (keep it: with it anyone can "
+                    "redo them).")] = None,
+    rda: Rda = None,
+    recompute_totals: Recompute = None,
+    dimensions: Dimensions = None,
+    value: Value = None,
+    status: Status = None,
+    frequency: Frequency = None,
+    spec: SpecOption = None,
+    attacker_knows: Annotated[str, typer.Option(
+        "--attacker-knows", help="What the attacker is assumed to know, stated in the "
+        "output: method (the method and base: nearest gives r - b/2 <= x < r + b/2, the "
+        "others |x - r| < b; the worst case) or base (only the base: |x - r| < b).")
+    ] = "method",
+    audit: Annotated[bool, typer.Option(
+        "--audit", help="Also audit the release: what each rounded value allows (under "
+        "--attacker-knows) and the true tables' equations prove about every true value, "
+        "LP and integer intervals, each proven (exit 4 when one is pinned).")] = False,
+    time_limit: Annotated[float | None, typer.Option(
+        min=0.001, help="--method controlled: seconds for its integer programme; past it "
+                        "the best rounding found is written as feasible, or none (exit 3). "
+                        "Default 60; 'inf' for none.")] = None,
+    audit_time_limit: Annotated[float | None, typer.Option(
+        "--audit-time-limit", min=0.001, help="--audit: seconds per cell for its solves. "
+        "Default 10; 'inf' for none.")] = None,
+    as_json: AsJson = False,
+) -> None:
+    """Round every cell of the tables to a multiple of the base: nearest, random (unbiased)
+    or controlled (additivity kept). Exit 0: written; 2: no controlled rounding exists (a
+    CP-SAT proof; nothing written); 3: none found within the time limit (nothing written);
+    4: --audit pins some true value or leaves a primary cell under-protected."""
+    from statrecon.commands.options import time_limit_option
+    from statrecon.engines.intervals import AuditOptions
+    from statrecon.exitcodes import EXIT_INFEASIBLE
+    from statrecon.interrupt import hard_limit
+    from statrecon.outputs import check_writable
+    from statrecon.report import output_console
+    from statrecon.report import rounding as report
+    from statrecon.runs.rounding import (
+        DEFAULT_TIME_LIMIT,
+        RoundOptions,
+        audit_rounded,
+        round_tables,
+    )
+    from statrecon.tables import load
+    from statrecon.tables.rounding import KNOWLEDGE, METHODS, check_base
+
+    check_base(base)
+    if method not in METHODS:
+        raise StatreconError(f"--method {method!r}: choose from {', '.join(METHODS)}")
+    if attacker_knows not in KNOWLEDGE:
+        raise StatreconError(f"--attacker-knows {attacker_knows!r}: choose from "
+                             f"{', '.join(KNOWLEDGE)}")
+    if (method == "random") != (seed is not None):
+        raise StatreconError("--method random needs --seed N (and only it takes one)")
+    if out.suffix.lower() not in report.PUBLICATIONS:
+        raise StatreconError(f"--out {out}: write a .csv or .parquet file")
+    limit = time_limit_option(time_limit, DEFAULT_TIME_LIMIT)
+    options = RoundOptions(base, cast(Any, method), seed, limit, cast(Any, attacker_knows))
+    with hard_limit(backstop(limit), "reading and rounding the tables"):
+        named = _inputs(source, rda, recompute_totals, dimensions, value, status, frequency,
+                        False, None, None, None, False, 0.0, spec)
+        tables = load(named)
+        for path in report.output_paths(out):
+            check_writable(path, "--out", inputs_given=named.files())
+        run = round_tables(tables, options)
+    written = report.write_rounded(run, out) if run.written else ()
+    checked = None
+    if audit and run.written:
+        per_cell = time_limit_option(audit_time_limit, AuditOptions.time_limit)
+        checked = audit_rounded(run, AuditOptions(time_limit=per_cell))
+    if as_json:
+        sys.stdout.write(json.dumps(report.to_json(run, written, checked)) + "\n")
+    else:
+        report.render(run, written, output_console(), limit)
+        if checked is not None:
+            report.render_audit(run, checked, output_console())
+    if run.status == "infeasible":
+        raise typer.Exit(EXIT_INFEASIBLE)
+    if not run.written:
+        raise typer.Exit(EXIT_UNKNOWN)
+    if checked is not None and (checked.pinned or checked.under_protected):
+        raise typer.Exit(EXIT_UNPROTECTED)

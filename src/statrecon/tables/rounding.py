@@ -33,9 +33,8 @@ METHODS: tuple[Method, ...] = ("nearest", "random", "controlled")
 Knowledge = Literal["method", "base"]
 KNOWLEDGE: tuple[Knowledge, ...] = ("method", "base")
 KNOWLEDGE_TEXT: dict[Knowledge, str] = {
-    "method": "the rounding method and its base (nearest: r - b/2 <= x < r + b/2, ties up; "
-              "random and controlled: |x - r| < b)",
-    "base": "only the base (|x - r| < b, whatever the method)",
+    "method": "the rounding method and its base",
+    "base": "only the base (not the method)",
 }
 METHOD_TEXT: dict[Method, str] = {
     "nearest": "deterministic rounding to the nearest multiple (ties up)",
@@ -44,11 +43,22 @@ METHOD_TEXT: dict[Method, str] = {
 }
 
 
+def knowledge_text(method: Method, knowledge: Knowledge, base: int) -> str:
+    """What the attacker is assumed to know and the set of true values it gives, in words
+    (every output states it)."""
+    if knowledge == "method" and method == "nearest":
+        rule = f"r - {Fraction(base, 2)} <= x < r + {Fraction(base, 2)} (ties go up)"
+    else:
+        rule = f"|x - r| < {base}"
+    return (f"{KNOWLEDGE_TEXT[knowledge]}, b = {base}: each true value x lies within {rule} "
+            "of its published r, and x >= 0")
+
+
 def check_base(base: int) -> None:
     """A rounding base is a whole number of at least 2: one line otherwise."""
     if isinstance(base, bool) or not isinstance(base, int) or base < 2:
         why = ("a base of 1 leaves every whole value as it is" if base == 1 else
-               "no multiples of it to round to")
+               "0 has no multiples to round to" if base == 0 else "not a negative number")
         raise StatreconError(f"--base {base}: a rounding base must be a whole number of at "
                              f"least 2 ({why})")
 
