@@ -507,3 +507,16 @@ def test_a_bad_persons_file_names_its_line(run_cli: CliRunner, tmp_path: Path) -
     assert_one_line_error(run_cli("census", "swap", "--persons", bad, "--rate", "0.1",
                                   "--out", out), "line 4", "sex must be male or female")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["p.csv"]
+
+
+def test_the_output_never_replaces_the_persons_file_and_names_stay_plain(
+        run_cli: CliRunner, tmp_path: Path) -> None:
+    source = tmp_path / "p.working.csv"
+    source.write_bytes(SLICE.read_bytes())
+    assert_one_line_error(run_cli("census", "swap", "--persons", source, "--rate", "0.1",
+                                  "--out", source), "never replaces an input")
+    code, out, err = run_cli("census", "swap", "--persons", SLICE, "--rate", "0.1", "--risk",
+                             "sex,a\x1b[31mb", "--out", tmp_path / "o.working.csv")
+    assert code == 1 and "\x1b" not in out + err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.working.csv"]
+    assert source.read_bytes() == SLICE.read_bytes()
