@@ -390,6 +390,14 @@ def test_census_swap_counts_the_rate_and_moves_everyone_at_risk(
             == swapped["to_block"].to_numpy()).all()
     unmoved = record[(record["at_risk_in"] == "block") & (record["protected"] != "True")]
     assert len(unmoved) == summary["at_risk"] - summary["at_risk_protected"]
+    # ... because no partner was left: no unswapped person of its voting age in another
+    # block of its tract
+    still = persons.index.difference(swapped["row"].astype(int) - 1)
+    for row in unmoved["row"].astype(int) - 1:
+        mine = persons.loc[row]
+        others = persons.loc[still]
+        assert not ((others["tract"] == mine["tract"]) & (others["adult"] == mine["adult"])
+                    & (others["block_geoid"] != mine["block_geoid"])).any()
     statement = json.loads(out.with_name("slice.swap.json").read_text(encoding="utf-8"))
     assert statement["swap_rate"] == 0.05 and "seed" not in statement
 
