@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from statrecon.engines.intervals import AuditOptions
-from statrecon.errors import OptionError, StatreconError, check_option
+from statrecon.errors import StatreconError, check_option
 from statrecon.runs.known_cells import KnownCellsAudit, audit_known_cells
 from statrecon.tables import TableSet
 from statrecon.tables.ckm import (
@@ -57,9 +57,9 @@ class PerturbOptions:
                      f"one of {', '.join(KNOWLEDGE)}")
         check_option(self, "threshold", self.threshold is None or self.threshold >= 0,
                      "at least 0")
-        if (self.record_key is None) == (self.seed is None):
-            raise OptionError("give the record keys' column or a seed to draw them, not "
-                              "both", option="PerturbOptions.record_key")
+        check_option(self, "record_key", (self.record_key is None) != (self.seed is None),
+                     "the record keys' column, or None with a seed to draw them (one of "
+                     "the two, not both)")
 
 
 @dataclass(frozen=True)

@@ -20,12 +20,12 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Literal, cast
 
-from statrecon.engines.intervals import Apriori, AuditOptions, Interval
-from statrecon.engines.suppression import Method, ProtectOptions
+from statrecon.engines.intervals import APRIORI, Apriori, AuditOptions, Interval
+from statrecon.engines.suppression import METHODS, Method, ProtectOptions
 from statrecon.engines.suppression.costs import parse_cost_function
-from statrecon.errors import StatreconError
+from statrecon.errors import StatreconError, check_choice, check_option
 from statrecon.outputs import atomic_outputs, check_writable
-from statrecon.runs.tables import Cost, TableProtection, audit_tables, protect_tables
+from statrecon.runs.tables import COSTS, Cost, TableProtection, audit_tables, protect_tables
 from statrecon.tables import CellStatus, TableSet
 from statrecon.tables.job import (
     AprioriStep,
@@ -103,6 +103,15 @@ class JobOptions:
     suppress_empty: bool = False
     singletons: bool = False
     audit: AuditOptions = field(default_factory=AuditOptions)
+
+    def __post_init__(self) -> None:
+        if self.method is not None:
+            check_choice(self, "method", METHODS)
+        if self.cost is not None:
+            check_choice(self, "cost", COSTS)
+        check_option(self, "cost_lambda", self.cost_lambda is None or self.cost_lambda >= 0,
+                     "at least 0 (or None: the job's own)")
+        check_choice(self, "apriori", APRIORI)
 
 
 def open_job(job: Job) -> tuple[MicroJob | None, list[JobTable]]:
