@@ -175,3 +175,40 @@ def test_off_lattice_points_are_not_witnesses() -> None:
     assert lattice_point(lat, truth, 1) is not None
     assert lattice_point(lat, truth + 0.5, 1) is None
     assert lattice_point(lat, truth + 1.0, 1) is None  # breaks the margins
+
+
+def test_a_least_change_of_halves_is_taken_twice(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 3 x 3 x 3 table whose least change moving a cell is a circuit of halves (no
+    integral vertex): twice that change is a witness, and it re-checks exactly; without
+    the multiples HiGHS's least integer change near it is one; without either no move
+    proves the cell."""
+    from test_intervals_tables import flat, linked  # lazy: the 3-way builder
+
+    from statrecon.engines.intervals import moves  # lazy: its LP, looked at directly
+    from statrecon.engines.intervals.moves import Mover  # lazy: as above
+    from statrecon.engines.intervals.reach import Board  # lazy: as above
+
+    leaves = np.array([[[1, 1, 2], [1, 2, 3], [2, 1, 2]], [[1, 1, 2], [2, 3, 3], [1, 2, 1]],
+                       [[3, 2, 1], [3, 2, 1], [3, 2, 3]]])
+    t = linked({v: flat(v.lower(), 3) for v in "ABC"}, [("A", "B", "C")], leaves)
+    hidden = [31, 33, 34, 35, 38, 39, 43, 44, 46, 48, 50, 51, 55, 56, 57, 58, 59, 60, 61, 62,
+              63]
+    cell = t.keys.index(frozenset({("A", "a0"), ("B", "b2"), ("C", "c0")}))
+    p = t.problem(hidden)
+    prep = prepare(p)
+    ci = prep.component_of[cell]
+    board = Board(prep, ci, [])
+    assert board.lattice is not None
+    local = prep.components[ci].local[cell]
+    d = Mover(board, board.lattice)._least_change({local: 1.0}, {board.truth.size + local: 0.0},
+                                                  Deadline.after(None))
+    assert d is not None and sorted(set(np.round(np.abs(d), 6))) == [0.0, 0.5, 1.0]
+    got = _by_moves(prep, [cell])[cell]
+    low, high = got.ends()
+    assert got.met() and 2 in (high - p.values[cell], p.values[cell] - low)
+    assert check_cell(p, protected_audit(prep, got)) == []
+    monkeypatch.setattr(moves, "MULTIPLES", 1)
+    got = _by_moves(prepare(p), [cell])[cell]
+    assert got.met() and check_cell(p, protected_audit(prep, got)) == []
+    monkeypatch.setattr(moves, "MIP_S", 0.0)
+    assert not _by_moves(prepare(p), [cell])[cell].met()
