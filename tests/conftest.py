@@ -15,12 +15,14 @@ a census release (``census_release_file``, built once per module that uses it), 
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -169,6 +171,87 @@ def write_release(tmp_path: Path, *, extra: str = "", max: str = "10",
 
 
 # --------------------------------------------------------------------------- census inputs
+
+
+@contextlib.contextmanager
+def _exclusive(lock: Path) -> Iterator[None]:
+    """Hold ``lock`` (a file) against the other xdist workers."""
+    import fcntl  # lazy: POSIX only (built_once shares nothing without it)
+
+    with lock.open("w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def built_once(factory: pytest.TempPathFactory, name: str,
+               build: Callable[[Path], dict[str, Any]]) -> dict[str, Any]:
+    """``build(folder)`` run once per test session, by whichever xdist worker asks first; the
+    others read what it returned (JSON beside the folder). Tests must not change the files.
+    Without fcntl (Windows) each worker builds its own."""
+    root = factory.getbasetemp()
+    shared = bool(os.environ.get("PYTEST_XDIST_WORKER")) and sys.platform != "win32"
+    if shared:
+        root = root.parent  # the session's folder, above the workers' own
+    folder, done = root / name, root / f"{name}.json"
+    with _exclusive(root / f"{name}.lock") if shared else contextlib.nullcontext():
+        if not done.exists():
+            folder.mkdir(exist_ok=True)
+            done.write_text(json.dumps(build(folder)), encoding="utf-8")
+    return dict(json.loads(done.read_text(encoding="utf-8")))
+
+
+def slice_persons() -> pd.DataFrame:
+    """The slice's persons (block ids as text)."""
+    return pd.read_csv(SLICE, dtype={"block_geoid": str})
+
+
+def edit_release(release: Path, out: Path, edits: dict[tuple[str, str], int]) -> Path:
+    """A copy of a census release with some (geoid, cell) values changed."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(release)
+    frame = table.to_pandas()
+    for (geoid, cell), value in edits.items():
+        hit = (frame.geoid == geoid) & (frame.cell == cell)
+        assert hit.sum() == 1
+        frame.loc[hit, "value"] = value
+    edited = pa.Table.from_pandas(frame, preserve_index=False).replace_schema_metadata(
+        table.schema.metadata)
+    pq.write_table(edited, out)
+    return out
+
+
+@dataclass(frozen=True)
+class CensusSlice:
+    """The bundled slice tabulated (every SF1 person table) and reconstructed (certified, on
+    a pool of two workers), as ``census tabulate`` and ``census reconstruct --json`` left
+    them. Shared by the whole session: copy a file before changing it."""
+
+    release: Path
+    recon: Path
+    summary: dict[str, Any]
+
+
+def _build_census_slice(folder: Path) -> dict[str, Any]:
+    release, recon = folder / "release.parquet", folder / "recon.parquet"
+    proc = statrecon("census", "tabulate", "--persons", SLICE, "--out", release, "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    proc = statrecon("census", "reconstruct", release, "--out", recon, "--workers", "2",
+                     "--json", "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    return {"release": str(release), "recon": str(recon), "summary": json_of(proc)}
+
+
+@pytest.fixture(scope="session")
+def census_slice(tmp_path_factory: pytest.TempPathFactory) -> CensusSlice:
+    """The slice's exact release and its reconstruction, built once per test session."""
+    got = built_once(tmp_path_factory, "census_slice", _build_census_slice)
+    return CensusSlice(Path(got["release"]), Path(got["recon"]), got["summary"])
+
 
 TRACT_A, TRACT_B = "99001000001", "99001000002"
 PERSON = {"sex": "female", "age": "34", "white": "Y", "black": "N", "aian": "N", "asian": "N",

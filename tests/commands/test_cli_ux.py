@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 import typer
-from conftest import COMMAND, EXAMPLES, ROOT, SLICE, SUM_ALL, audit_cli
+from conftest import COMMAND, EXAMPLES, ROOT, SLICE, SUM_ALL, CensusSlice, audit_cli
 from typer.testing import CliRunner
 
 from statrecon.commands.progress import PlainProgress, elapsed_text
@@ -81,16 +81,13 @@ def test_reconstruct_json_says_it_is_running() -> None:
 
 
 @pytest.mark.parametrize("command", ["tabulate", "compare", "report"])
-def test_census_steps_say_they_are_running(command: str, tmp_path: Path) -> None:
+def test_census_steps_say_they_are_running(command: str, census_slice: CensusSlice,
+                                           tmp_path: Path) -> None:
     """Census tabulate, compare and report take seconds on a real file: they report progress
-    on stderr too (plain lines off a terminal), and --quiet silences them."""
-    persons = SLICE
+    on stderr too (plain lines off a terminal), and --quiet silences them. (The slice's
+    release and reconstruction come from the session's ``census_slice``.)"""
+    persons, recon = SLICE, census_slice.recon
     env = {"STATRECON_PROGRESS_INTERVAL": "0.01"}
-    release, recon = tmp_path / "r.parquet", tmp_path / "c.parquet"
-    assert run_cli("census", "tabulate", "--persons", persons, "--out", release, "--quiet"
-                   ).returncode == 0
-    assert run_cli("census", "reconstruct", release, "--out", recon, "--workers", "1",
-                   "--no-certify", "--quiet").returncode == 0
     args = {"tabulate": ["--persons", persons, "--out", tmp_path / "r2.parquet", "--json"],
             "compare": ["--truth", persons, "--recon", recon, "--json"],
             "report": [recon, "--out", tmp_path / "report.html"]}[command]

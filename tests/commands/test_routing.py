@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLES, SLICE, CliRunner
+from conftest import EXAMPLES, CensusSlice, CliRunner
 
 from statrecon.engines import exact
 from statrecon.engines.exact import ExactOptions
@@ -96,13 +96,10 @@ def test_census_and_claims_runs_have_a_default_per_unit_time_limit() -> None:
     assert _options("paper", 10, 2.0, True).time_limit == 2.0
 
 
-def test_census_reconstruct_takes_inf(run_cli: CliRunner, tmp_path: Path) -> None:
+def test_census_reconstruct_takes_inf(run_cli: CliRunner, census_slice: CensusSlice,
+                                      tmp_path: Path) -> None:
     """'--time-limit inf' is accepted on the command line and the run completes."""
-    code, out, err = run_cli("census", "tabulate", "--persons",
-                             SLICE, "--out",
-                             tmp_path / "release.parquet", "--quiet")
-    assert code == EXIT_OK, err
-    code, out, err = run_cli("census", "reconstruct", tmp_path / "release.parquet", "--out",
+    code, out, err = run_cli("census", "reconstruct", census_slice.release, "--out",
                              tmp_path / "recon.parquet", "--time-limit", "inf", "--workers",
                              "1", "--json", "--quiet")
     assert code == EXIT_OK, err

@@ -14,7 +14,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from conftest import COMMAND, ROOT, SLICE, json_of, statrecon
+from conftest import COMMAND, ROOT, CensusSlice, json_of, statrecon
 
 from statrecon.engines.claims import ClaimsOptions
 from statrecon.runs.claims import Shared, run_blocks
@@ -140,12 +140,10 @@ def test_a_signal_during_start_up_is_quiet_too(tmp_path: Path, sig: int) -> None
     assert_interrupted(run, code, took)
 
 
-@pytest.fixture(scope="module")
-def census_release(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    rel = tmp_path_factory.mktemp("signals") / "release.parquet"
-    proc = statrecon("census", "tabulate", "--persons", SLICE, "--out", rel)
-    assert proc.returncode == 0, proc.stderr
-    return rel
+@pytest.fixture
+def census_release(census_slice: CensusSlice) -> Path:
+    """The slice's exact release (tabulated once per session)."""
+    return census_slice.release
 
 
 def test_census_interrupt_keeps_finished_tracts_and_resumes(census_release: Path,

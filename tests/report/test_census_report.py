@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-from conftest import SLICE, assert_user_error, statrecon
+from conftest import SLICE, CensusSlice, assert_user_error, statrecon
 
 from statrecon.errors import StatreconError
 from statrecon.experiments.census_match import compare
@@ -27,15 +27,15 @@ IMG = re.compile(r'<img src="data:image/png;base64,([A-Za-z0-9+/=]+)"')
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def built(tmp_path_factory: pytest.TempPathFactory, census_slice: CensusSlice
+          ) -> dict[str, Any]:
+    """The reports of the session's slice reconstruction (``census_slice``): the command's,
+    with the truth, and ``write_report``'s without."""
     d = tmp_path_factory.mktemp("census_report")
-    rel, recon = d / "release.parquet", d / "recon.parquet"
+    rel, recon = census_slice.release, census_slice.recon
     plain, with_truth = d / "report.html", d / "report_truth.html"
-    for args in (("tabulate", "--persons", SLICE, "--out", rel),
-                 ("reconstruct", rel, "--out", recon, "--workers", "1"),
-                 ("report", recon, "--out", with_truth, "--truth", SLICE)):
-        proc = statrecon("census", *args)
-        assert proc.returncode == 0, proc.stderr
+    proc = statrecon("census", "report", recon, "--out", with_truth, "--truth", SLICE)
+    assert proc.returncode == 0, proc.stderr
     write_report(recon, plain)
     return {"dir": d, "release": rel, "recon": recon,
             "plain": plain.read_text(encoding="utf-8"),

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from conftest import SLICE, assert_user_error, json_of, statrecon
+from conftest import SLICE, CensusSlice, assert_user_error, json_of, statrecon
 
 from statrecon.census.persons.cells import person_cells, select_cells
 from statrecon.census.persons.noise import (
@@ -53,12 +53,12 @@ def test_the_default_split_spends_the_whole_budget() -> None:
 
 
 @pytest.fixture(scope="module")
-def releases(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def releases(tmp_path_factory: pytest.TempPathFactory, census_slice: CensusSlice
+             ) -> dict[str, Path]:
+    """The slice's exact release (the session's) and three tabulated with --dp-rho."""
     d = tmp_path_factory.mktemp("noise")
-    out = {"exact": d / "exact.parquet", "inf": d / "inf.parquet", "a": d / "a.parquet",
+    out = {"exact": census_slice.release, "inf": d / "inf.parquet", "a": d / "a.parquet",
            "b": d / "b.parquet"}
-    assert statrecon("census", "tabulate", "--persons", SLICE, "--out", out["exact"]
-                     ).returncode == 0
     for name, rho in (("inf", "inf"), ("a", "0.5"), ("b", "0.5")):
         proc = statrecon("census", "tabulate", "--persons", SLICE, "--out", out[name],
                          "--dp-rho", rho, "--seed", "3", "--json")
@@ -125,7 +125,7 @@ def test_rho_inf_is_reconstructed_by_the_exact_model(releases: dict[str, Path],
                                                      tmp_path: Path) -> None:
     out = tmp_path / "inf.parquet"
     proc = statrecon("census", "reconstruct", releases["inf"], "--out", out, "--no-certify",
-                     "--json")
+                     "--workers", "1", "--json")
     assert proc.returncode == 0, proc.stderr
     assert _recon_meta(out)["solver"] == "CP-SAT"
     assert _recon_meta(out)["estimate"] is False
@@ -183,24 +183,31 @@ def test_a_noisy_release_without_its_scales_is_refused(releases: dict[str, Path]
                       "--dp-rho")
 
 
+@pytest.fixture(scope="module")
+def coarse_recon(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The slice's exact P1, P12 and P8 reconstructed (what the claims are compared with)."""
+    d = tmp_path_factory.mktemp("coarse")
+    recon, exact = d / "recon.parquet", d / "exact.parquet"
+    assert statrecon("census", "tabulate", "--persons", SLICE, "--out", exact, "--tables",
+                     "P1,P12,P8").returncode == 0
+    assert statrecon("census", "reconstruct", exact, "--out", recon, "--no-certify",
+                     "--workers", "1").returncode == 0
+    return recon
+
+
 @pytest.mark.parametrize("rho,seed", [(50.0, 1), (200.0, 2)])
-def test_certain_within_the_noise_is_never_false(tmp_path: Path, rho: float,
-                                                 seed: int) -> None:
+def test_certain_within_the_noise_is_never_false(coarse_recon: Path, tmp_path: Path,
+                                                 rho: float, seed: int) -> None:
     """P1, P12 and P8 only (coarse classes: a fast proof): every person claimed certain
-    within the noise is in the true block, at each rho and seed."""
+    within the noise is in the true block, at each rho and seed (on a pool of workers)."""
     release, claims = tmp_path / "r.parquet", tmp_path / "c.parquet"
     assert statrecon("census", "tabulate", "--persons", SLICE, "--out", release, "--tables",
                      "P1,P12,P8", "--dp-rho", str(rho), "--seed", str(seed)).returncode == 0
     proc = statrecon("census", "certain", release, "--out", claims, "--delta", "0.05",
-                     "--json")
+                     "--workers", "2", "--json")
     assert proc.returncode == 0, proc.stderr
     summary = json_of(proc)
-    recon = tmp_path / "recon.parquet"
-    exact = tmp_path / "exact.parquet"
-    assert statrecon("census", "tabulate", "--persons", SLICE, "--out", exact, "--tables",
-                     "P1,P12,P8").returncode == 0
-    assert statrecon("census", "reconstruct", exact, "--out", recon, "--no-certify"
-                     ).returncode == 0
+    recon = coarse_recon
     r = json_of(statrecon("census", "compare", "--truth", SLICE, "--recon", recon,
                           "--certain", claims, "--json"))
     assert r["delta"] == 0.05
@@ -209,15 +216,13 @@ def test_certain_within_the_noise_is_never_false(tmp_path: Path, rho: float,
     assert r["certain_within_noise"] > 0  # these budgets leave facts to prove
 
 
-def test_compare_refuses_a_forged_certain_file(releases: dict[str, Path],
+def test_compare_refuses_a_forged_certain_file(census_slice: CensusSlice,
                                                tmp_path: Path) -> None:
     import pyarrow as pa
 
     from statrecon.runs.census_certain import META_KEY
 
-    recon = tmp_path / "recon.parquet"
-    assert statrecon("census", "reconstruct", releases["exact"], "--out", recon,
-                     "--no-certify").returncode == 0
+    recon = census_slice.recon
     forged = tmp_path / "forged.parquet"
     compare = ("census", "compare", "--truth", SLICE, "--recon", recon, "--certain", forged)
     table = pa.table({"block": ["x"], "class": pa.array([1], pa.int32()),
@@ -277,21 +282,20 @@ def test_certain_resumes_after_an_interrupt(tmp_path: Path) -> None:
         certain_release(release, out.with_name("d.parquet"), 0.1)
 
 
-def test_an_exact_tract_population_is_published_and_kept(tmp_path: Path) -> None:
+def test_an_exact_tract_population_is_published_and_kept(census_slice: CensusSlice,
+                                                        tmp_path: Path) -> None:
     release = tmp_path / "inv.parquet"
     proc = statrecon("census", "tabulate", "--persons", SLICE, "--out", release, "--dp-rho",
                      "1", "--seed", "0", "--exact-tract-population", "--json")
     assert proc.returncode == 0, proc.stderr
     assert json_of(proc)["noise"]["exact_tract_population"] is True
-    exact_path = tmp_path / "exact.parquet"
-    assert statrecon("census", "tabulate", "--persons", SLICE, "--out", exact_path
-                     ).returncode == 0
-    exact = read_release(exact_path)
+    exact = read_release(census_slice.release)
     truth = {t.tract: int(t.block_values[:, 0].sum()) for t in exact.tract_tables()}
     noisy = read_release(release)
     assert noisy.noise is not None and noisy.noise.tract_population == truth
     out = tmp_path / "r.parquet"
-    assert statrecon("census", "reconstruct", release, "--out", out).returncode == 0
+    assert statrecon("census", "reconstruct", release, "--out", out, "--workers", "1"
+                     ).returncode == 0
     blocks = pq.read_table(out, columns=["tract", "persons"]).to_pandas()
     assert blocks.groupby("tract")["persons"].sum().to_dict() == truth
     # the invariant is part of what the release is: a store of the same cells without it is

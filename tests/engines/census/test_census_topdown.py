@@ -10,7 +10,7 @@ import itertools
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from conftest import SLICE, statrecon
+from conftest import SLICE, CensusSlice, statrecon
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import linprog
@@ -31,10 +31,10 @@ from statrecon.engines.solvers.cpsat import Deadline
 
 
 @pytest.fixture(scope="module")
-def releases(tmp_path_factory: pytest.TempPathFactory) -> dict[str, CensusRelease]:
+def releases(tmp_path_factory: pytest.TempPathFactory, census_slice: CensusSlice
+             ) -> dict[str, CensusRelease]:
     d = tmp_path_factory.mktemp("topdown")
-    exact, noisy = d / "exact.parquet", d / "noisy.parquet"
-    assert statrecon("census", "tabulate", "--persons", SLICE, "--out", exact).returncode == 0
+    exact, noisy = census_slice.release, d / "noisy.parquet"
     assert statrecon("census", "tabulate", "--persons", SLICE, "--out", noisy, "--dp-rho", "10",
                      "--seed", "3").returncode == 0
     return {"exact": read_release(exact), "noisy": read_release(noisy)}

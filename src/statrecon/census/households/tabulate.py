@@ -19,7 +19,7 @@ def tabulate_sql(units: pd.DataFrame) -> dict[str, np.ndarray]:
     """Every published cell for every block, by DuckDB (one query, zeros included)."""
     cells = hht.table_index().cells
     con = hardened({"units_df": units[["block", *hh.COLUMN_NAMES]]})
-    con.execute(f"CREATE TABLE {hh.TABLE} AS SELECT * FROM units_df")
+    con.execute(f"CREATE TEMP TABLE {hh.TABLE} AS SELECT * FROM units_df")
     sums = ", ".join(f"SUM(CASE WHEN {c.sql()} THEN 1 ELSE 0 END)::BIGINT AS c{i}"
                      for i, c in enumerate(cells))
     rows = con.execute(f"SELECT block, {sums} FROM {hh.TABLE} GROUP BY block "
