@@ -30,16 +30,21 @@ from statrecon.engines.suppression.run import (
 )
 
 
-def gauss_secondaries(run: Run, order: Sequence[int] | None = None) -> list[int]:
+def gauss_secondaries(run: Run, order: Sequence[int] | None = None,
+                      published: list[int] | None = None) -> list[int]:
     """The Gaussian pass of ``run`` (:mod:`.gauss`): the cells that may not be
     suppressed are published first, then the candidates in the reverse of ``order``
     (default :func:`.run.suppress_order`); no primary cell, nor any sum of primary cells at their
     bound (:func:`.inner.bound_sums`), is left determined by the equations.
+    ``published``: filled with the candidates in the order the pass offered them.
     Unfinished when the run's deadline expires (the caller checks it)."""
     p = run.problem
     fixed = [j for j in range(p.n_cells) if not p.hidden[j] and not run.candidates[j]]
     first = suppress_order(run) if order is None else order
-    secondary, _ = gauss_pattern(p.matrix, run.primaries, fixed, list(reversed(first)),
+    offered = list(reversed(first))
+    if published is not None:
+        published[:] = offered
+    secondary, _ = gauss_pattern(p.matrix, run.primaries, fixed, offered,
                                  lambda d, t: run.progress("gauss", d, t),
                                  expired=lambda: run.deadline.expired,
                                  sums=bound_sums(p, run.primaries, run.inner))
@@ -50,22 +55,26 @@ def fast(run: Run, order: Sequence[int] | None = None) -> ProtectResult:
     """Gaussian elimination, then the audit-driven repair loop (module docstring).
     ``order``: the candidate cells, those to suppress first first (default
     :func:`suppress_order`)."""
-    secondary = gauss_secondaries(run, order)
+    offered: list[int] = []
+    secondary = gauss_secondaries(run, order, offered)
     if run.deadline.expired:
         note = "time limit during the Gaussian elimination: no pattern audited"
         return run.result(frozenset(run.primaries), "unknown", {}, note=note)
-    return repair(run, frozenset((*run.primaries, *secondary)), secondary)
+    return repair(run, frozenset((*run.primaries, *secondary)), secondary, offered)
 
 
-def repair(run: Run, suppressed: frozenset[int], order: Sequence[int]) -> ProtectResult:
+def repair(run: Run, suppressed: frozenset[int], order: Sequence[int],
+           offered: Sequence[int] = ()) -> ProtectResult:
     """Until every primary cell is proven protected (or one is proven impossible to protect,
     or time runs out): screen the pattern in floats and, while some primary cell fails the
     screen, add for each such cell the cheapest cell its cuts offer; once the floats have
     nothing to add, audit exactly (LP certificates and integer bounds) the primary cells not
     proven yet and repair the ones that fail the same way. A cell proven protected stays
     protected as the pattern grows (the attacker only loses information), so it is not
-    audited again. Every round adds a cell or ends: the loop ends."""
-    state = Repair(suppressed, list(order))
+    audited again. Every round adds a cell or ends: the loop ends. ``order``: the secondary
+    cells of the Gaussian pass that gave ``suppressed``, ``offered`` the order it offered
+    the candidates in (:func:`settled`; empty: not from a Gaussian pass)."""
+    state = Repair(suppressed, list(order), gauss=tuple(order), offered=tuple(offered))
     while True:
         if run.deadline.expired:
             return _unknown(run, state, next((i for i in run.primaries
@@ -108,10 +117,11 @@ def _finish(run: Run, state: Repair) -> ProtectResult:
     witnesses do not need: the dearest first, then the largest."""
     state.audits = dict(state.proven)
     note = _proof_note(state)
-    if run.prune and not run.deadline.expired:
-        p, prim = run.problem, set(run.primaries)
-        order = sorted((j for j in state.suppressed if j not in prim),
-                       key=lambda j: (-run.costs[j], -p.values[j], -j))
+    p, prim = run.problem, set(run.primaries)
+    keep = settled(state)
+    order = sorted((j for j in state.suppressed if j not in prim and j not in keep),
+                   key=lambda j: (-run.costs[j], -p.values[j], -j))
+    if run.prune and order and not run.deadline.expired:
         got = prune(run.oracle.prepared(state.suppressed), state.audits, order,
                     run.deadline)
         run.progress("prune", len(got.published), len(order))
@@ -121,6 +131,25 @@ def _finish(run: Run, state: Repair) -> ProtectResult:
                 f"{len(got.published)} secondary cells were published again: the "
                 "witnesses of every primary cell hold them at their true values")]))
     return run.result(state.suppressed, "feasible", state.audits, state.order, note=note)
+
+
+def settled(state: Repair) -> frozenset[int]:
+    """The secondary cells of the Gaussian pass that no pruning can publish again: those it
+    chose before it offered any cell the repair loop then suppressed. When the pass chose
+    such a cell s, publishing it would have let the cells published until then determine
+    some primary cell (or a sum of primary cells at their bound, each then pinned); those
+    cells are all still published, so publishing s now would do the same, and no witness
+    can exist (modulo the pass's prime: a cell it wrongly thought needed is only kept,
+    never published on a guess). Pruning tries the others: the cells the repair loop
+    added, and the pass's cells chosen after the first of them (with that one suppressed
+    the span they were measured against is smaller now)."""
+    if not state.offered:
+        return frozenset()
+    position = {j: k for k, j in enumerate(state.offered)}
+    gauss = set(state.gauss)
+    added = [position[j] for j in state.order if j not in gauss and j in position]
+    first = min(added, default=len(state.offered))
+    return frozenset(j for j in state.gauss if position[j] < first)
 
 
 def _by_search(run: Run, state: Repair, todo: list[int]) -> list[int]:

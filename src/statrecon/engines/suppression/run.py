@@ -138,10 +138,13 @@ class Repair:
     """Where the repair loop stands: the pattern, the order cells joined it, the audit of
     its primary cells, and the primary cells already proven protected (``proven``: under
     this pattern or a part of it of ``proven_at`` cells, which suppressing more cells cannot
-    undo)."""
+    undo). ``gauss``: the secondary cells of the Gaussian pass the pattern started from,
+    ``offered``: the order that pass offered the candidates in (empty: no such pass)."""
 
     suppressed: frozenset[int]
     order: list[int]
+    gauss: tuple[int, ...] = ()
+    offered: tuple[int, ...] = ()
     audits: dict[int, CellAudit] = field(default_factory=dict)
     proven: dict[int, CellAudit] = field(default_factory=dict)
     proven_at: dict[int, int] = field(default_factory=dict)
