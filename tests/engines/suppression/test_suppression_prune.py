@@ -84,3 +84,41 @@ def test_a_suppressed_row_is_pruned_to_the_rectangle_the_cell_needs() -> None:
     _, pruned = out
     assert len(pruned.suppressed) == 4  # a rectangle: the least that protects a0b0
     assert len(pruned.published) == 2
+
+
+@settings(max_examples=120, deadline=None)
+@given(instances())
+def test_no_settled_secondary_cell_can_be_published_again(case: tuple) -> None:
+    """Every secondary cell ``fast.settled`` keeps out of pruning is needed: with it
+    published again and the rest of the Gaussian pass's pattern as it is, the exact audit
+    proves some primary cell unprotected."""
+    from statrecon.engines.suppression import ProtectOptions  # lazy: the fast method's parts
+    from statrecon.engines.suppression.entry import prepare_run
+    from statrecon.engines.suppression.fast import gauss_secondaries, settled
+    from statrecon.engines.suppression.run import Repair
+
+    p, candidates, costs = case
+    allowed = [j in candidates for j in range(p.n_cells)]
+    run = prepare_run(p, allowed, costs, ProtectOptions(time_limit=None))
+    offered: list[int] = []
+    secondary = gauss_secondaries(run, None, offered)
+    state = Repair(frozenset((*run.primaries, *secondary)), list(secondary),
+                   gauss=tuple(secondary), offered=tuple(offered))
+    for s in settled(state):
+        hidden = tuple(j in state.suppressed and j != s for j in range(p.n_cells))
+        verdicts = {a.verdict for a in audit(replace(p, hidden=hidden), run.primaries,
+                                             AuditOptions(time_limit=None)).cells}
+        assert verdicts & {"disclosed", "under-protected"}, (s, verdicts)
+
+
+def test_settled_stops_at_the_first_cell_the_repair_loop_added() -> None:
+    from statrecon.engines.suppression.fast import settled  # lazy: as above
+    from statrecon.engines.suppression.run import Repair
+
+    offered = (10, 11, 12, 13, 14, 15)
+    gauss = (11, 14)
+    assert settled(Repair(frozenset(), list(gauss), gauss, offered)) == {11, 14}
+    # the repair loop then suppressed 13 (offered before 14): 14 may be publishable again
+    assert settled(Repair(frozenset(), [*gauss, 13], gauss, offered)) == {11}
+    assert settled(Repair(frozenset(), [*gauss, 10], gauss, offered)) == frozenset()
+    assert settled(Repair(frozenset(), list(gauss))) == frozenset()  # not from a pass
