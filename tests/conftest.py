@@ -53,12 +53,14 @@ BLOCK_PEOPLE = [
 BLOCK_COLUMNS = ("age", "sex", "race", "married")
 
 
-def statrecon(*args: str | Path, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+def statrecon(*args: str | Path, cwd: Path = ROOT, stdin: str | bytes | None = None,
+              columns: int = 120) -> subprocess.CompletedProcess[str]:
     """``statrecon ARGS`` run in this process (the real ``cli.main``, exit code, stdout and
-    stderr as a user sees them, in a 120-column terminal without colour), at a fraction of a
-    subprocess's start-up; ``statrecon_process`` for what needs a process of its own
-    (signals, stdin, a clean interpreter)."""
-    import contextlib
+    stderr as a user sees them, in a ``columns``-wide terminal without colour), at a fraction
+    of a subprocess's start-up. ``stdin``: what a pipe on standard input carries (a real file
+    descriptor, as a shell pipe gives, written from a thread); None leaves stdin alone.
+    ``statrecon_process`` for what needs a process of its own (signals, a clean
+    interpreter)."""
     import io
 
     from statrecon import cli
@@ -66,11 +68,12 @@ def statrecon(*args: str | Path, cwd: Path = ROOT) -> subprocess.CompletedProces
     out, err = io.StringIO(), io.StringIO()
     saved = sys.argv, os.getcwd(), {k: os.environ.get(k) for k in ("COLUMNS", "NO_COLOR")}
     sys.argv = ["statrecon", *map(str, args)]
-    os.environ.update({"COLUMNS": "120", "NO_COLOR": "1"})
+    os.environ.update({"COLUMNS": str(columns), "NO_COLOR": "1"})
     os.chdir(cwd)
     code: object = 0
     try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
+                _piped_stdin(stdin):
             try:
                 cli.main()
             except SystemExit as e:
@@ -86,6 +89,31 @@ def statrecon(*args: str | Path, cwd: Path = ROOT) -> subprocess.CompletedProces
     return subprocess.CompletedProcess(["statrecon", *map(str, args)],
                                        code if isinstance(code, int) else 0, out.getvalue(),
                                        err.getvalue())
+
+
+@contextlib.contextmanager
+def _piped_stdin(data: str | bytes | None) -> Iterator[None]:
+    """sys.stdin reads ``data`` from a pipe (a thread writes it and closes the pipe)."""
+    if data is None:
+        yield
+        return
+    import threading
+
+    read_end, write_end = os.pipe()
+
+    def write() -> None:
+        with contextlib.suppress(BrokenPipeError), os.fdopen(write_end, "wb") as f:
+            f.write(data.encode() if isinstance(data, str) else data)
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    saved, sys.stdin = sys.stdin, os.fdopen(read_end, "r", encoding="utf-8")
+    try:
+        yield
+    finally:
+        sys.stdin.close()  # a writer still blocked on a full pipe gets EPIPE and ends
+        sys.stdin = saved
+        writer.join(timeout=10)
 
 
 def statrecon_process(*args: str | Path, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
@@ -311,14 +339,9 @@ SUM_ALL = "SELECT SUM(sugar) FROM patients"
 
 
 def audit_cli(*args: str | Path, stdin: str | bytes = "") -> subprocess.CompletedProcess[str]:
-    """``statrecon audit-stream ARGS`` as a real process, ``stdin`` piped in."""
-    env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
-    data = stdin.encode() if isinstance(stdin, str) else stdin
-    proc = subprocess.run([*COMMAND, "audit-stream", *map(str, args)], cwd=ROOT, env=env,
-                          input=data, capture_output=True, timeout=120, check=False)
-    return subprocess.CompletedProcess(proc.args, proc.returncode,
-                                       proc.stdout.decode("utf-8", "replace"),
-                                       proc.stderr.decode("utf-8", "replace"))
+    """``statrecon audit-stream ARGS`` in this process (``statrecon``), ``stdin`` piped in,
+    200 columns wide."""
+    return statrecon("audit-stream", *args, stdin=stdin, columns=200)
 
 
 def write_schema(tmp_path: Path, sugar: str = "{type: real, min: 0, max: 40}") -> Path:

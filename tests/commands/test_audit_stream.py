@@ -6,13 +6,13 @@ agree with ``linear.determine`` recomputed from scratch and with a plain Fractio
 written here. Both arithmetics (exact rationals; two random primes with exact certificates)
 and the re-draw of unlucky primes are covered.
 
-CLI: the real console script as a subprocess (helpers from test_cli.py).
+CLI: the real command line in process (conftest's ``statrecon``: exit code, stdout, stderr,
+and standard input through a real pipe).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 from fractions import Fraction
@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import COMMAND, EXAMPLES, ROOT, assert_user_error
+from conftest import EXAMPLES, assert_user_error, statrecon
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -308,10 +308,8 @@ q3: SELECT SUM(sugar) FROM patients WHERE zip > 32000 AND zip < 35000 AND gender
 
 
 def audit_cli(*args: str | Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
-    return subprocess.run([*COMMAND, "audit-stream", *map(str, args)], cwd=ROOT, env=env,
-                          input=stdin if stdin is not None else "", capture_output=True,
-                          text=True, timeout=120, check=False)
+    return statrecon("audit-stream", *args, stdin=stdin if stdin is not None else "",
+                     columns=200)
 
 
 def json_lines(proc: subprocess.CompletedProcess[str]) -> list[dict[str, Any]]:
