@@ -715,14 +715,21 @@ def _columns(table: Table) -> _Columns:
                     fresh("LowerProtLevel"), fresh("UpperProtLevel"))
 
 
-def _rda_text(table: Table, hrcs: Mapping[str, Path]) -> str:
-    columns = _columns(table)
+def rda_lead_lines(table: Table, hrcs: Mapping[str, Path]) -> list[str]:
+    """The start of a table-input .rda written here: the separator and each explanatory
+    variable with its total code and hierarchy file (``hrcs``: the .hrc of each)."""
     lines = ['   <SEPARATOR> ";"']
     for v in table.variables:
         hierarchy = table.hierarchies[v]
         lines += [_name(v), "    <RECODEABLE>", f'    <TOTCODE> "{hierarchy.total}"',
                   "    <HIERARCHICAL>", f'    <HIERCODELIST> "{hrcs[v].name}"',
                   f'    <HIERLEADSTRING> "{_lead(hierarchy)}"']
+    return lines
+
+
+def _rda_text(table: Table, hrcs: Mapping[str, Path]) -> str:
+    columns = _columns(table)
+    lines = rda_lead_lines(table, hrcs)
     if table.kind == "frequency":
         lines += [_name(columns.response), "    <FREQUENCY>"]
     else:

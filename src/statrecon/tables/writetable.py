@@ -40,7 +40,7 @@ from pathlib import Path
 
 from statrecon.errors import StatreconError
 from statrecon.tables.model import Cell, CellStatus, Table
-from statrecon.tables.tauargus import _file_part, _hrc_text, _lead, _name
+from statrecon.tables.tauargus import _file_part, _hrc_text, _lead, _name, rda_lead_lines
 from statrecon.tables.values import MAX_DECIMALS, decimals_of, format_decimal
 
 # the LP and the integer interval's ends (None: not proven, or no bound)
@@ -320,12 +320,7 @@ def _audit_fields(output: Output, i: int, cell: Cell,
 
 def _rda_text(output: Output, hrcs: Mapping[str, Path], simple: bool, audit: bool) -> str:
     table = output.table
-    lines = ['   <SEPARATOR> ";"']
-    for v in table.variables:
-        hierarchy = table.hierarchies[v]
-        lines += [_name(v), "    <RECODEABLE>", f'    <TOTCODE> "{hierarchy.total}"',
-                  "    <HIERARCHICAL>", f'    <HIERCODELIST> "{hrcs[v].name}"',
-                  f'    <HIERLEADSTRING> "{_lead(hierarchy)}"']
+    lines = rda_lead_lines(table, hrcs)
     response = _name(table.response)
     if table.kind == "magnitude":
         lines += [response, "    <NUMERIC>", f"    <DECIMALS> {output.decimals}"]
