@@ -591,9 +591,9 @@ def round_command(
         "--audit-time-limit", min=0.001, help="--audit: seconds per cell for its solves. "
         "Default 10; 'inf' for none.")] = None,
     workers: Annotated[int, typer.Option(
-        min=1, help="--method controlled: CP-SAT's search workers (8, its portfolio, finds "
-                    "roundings of large three-way tables that one worker does not; 1 gives "
-                    "the same rounding on every run).")] = 8,
+        min=0, help="--method controlled: CP-SAT's search workers; 0 = all cores (8, its "
+                    "portfolio, finds roundings of large three-way tables that one worker "
+                    "does not; 1 gives the same rounding on every run).")] = 8,
     as_json: AsJson = False,
 ) -> None:
     """Round every cell of the tables to a multiple of the base: nearest, random (unbiased)
@@ -628,7 +628,7 @@ def round_command(
         raise StatreconError(f"--out {out}: write a .csv or .parquet file")
     limit = time_limit_option(time_limit, DEFAULT_TIME_LIMIT)
     options = RoundOptions(base, cast(Any, method), seed, limit, cast(Any, attacker_knows),
-                           workers)
+                           workers or os.cpu_count() or 1)
     with hard_limit(backstop(limit), "reading and rounding the tables"):
         named = _inputs(source, rda, recompute_totals, dimensions, value, status, frequency,
                         False, None, None, None, False, 0.0, spec)
