@@ -39,17 +39,17 @@ CliResult = tuple[int, str, str]
 # order (pyproject: --no-loadscope-reorder): these go first, so the files that start last are
 # short ones and neither worker waits long on the other. A file not here keeps its place.
 LONGEST_FIRST = (
-    "tests/test_readme.py",  # [138] every documented command, the 28 DP tracts among them
-    "tests/experiments/test_experiments.py",  # [88] the n = 1000 phase transition
-    "tests/pipelines/test_census_pipeline.py",  # [50]
-    "tests/census/persons/test_census_noise.py",  # [45]
-    "tests/hostile/test_injection.py",  # [38]
-    "tests/engines/exact/test_exact_oracle.py",  # [31]
-    "tests/commands/test_cli_ux.py",  # [28]
-    "tests/hostile/test_every_reader.py",  # [27]
-    "tests/hostile/test_gates.py",  # [25]
-    "tests/engines/intervals/test_intervals.py",  # [23]
-    "tests/commands/test_fuzz_cli.py",  # [22]
+    "tests/test_readme.py",  # [131] every documented command, the 28 DP tracts among them
+    "tests/experiments/test_experiments.py",  # [99] the n = 1000 phase transition
+    "tests/pipelines/test_census_pipeline.py",  # [57]
+    "tests/census/persons/test_census_noise.py",  # [37]
+    "tests/engines/exact/test_exact_oracle.py",  # [33]
+    "tests/hostile/test_injection.py",  # [31]
+    "tests/commands/test_cli_ux.py",  # [26]
+    "tests/hostile/test_gates.py",  # [22]
+    "tests/hostile/test_every_reader.py",  # [22]
+    "tests/commands/test_fuzz_cli.py",  # [20]
+    "tests/commands/test_signals.py",  # [19]
 )
 
 

@@ -355,7 +355,7 @@ def test_p13_medians_pin_more_and_stay_sound(census_slice: CensusSlice, tmp_path
     males = people[(people.block_geoid == first_block) & (people.sex == "male")].age
     assert p13.set_index(["geoid", "cell"]).value[(first_block, "P0130002")] == \
         round(10 * float(np.median(males)))
-    proc = statrecon("census", "reconstruct", rel, "--out", recon, "--workers", "2")
+    proc = statrecon("census", "reconstruct", rel, "--out", recon, "--workers", "1")
     assert proc.returncode == 0, proc.stderr
     with_p13 = json_of(statrecon("census", "compare", "--truth", SLICE, "--recon", recon,
                                  "--json"))

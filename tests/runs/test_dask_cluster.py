@@ -7,10 +7,10 @@ One worker process: what a cluster adds to one machine (the function and the sha
 pickled to another process, units sent and gathered as they finish) is all there, at half the
 start-up of two (each worker imports the solvers); units spread over several workers and
 gathered in any order are checked on a threaded two-worker cluster in
-``tests/census/persons/test_census.py``.
+``tests/pipelines/test_census_pipeline.py``.
 The reference is the same command with ``--workers 1`` (in this process): ``run_units`` runs
 one function in this process, on a local pool or on Dask, and the census and table tests
-check the pool against this process (``tests/census/persons/test_census.py``: the resumed
+check the pool against this process (``tests/pipelines/test_census_pipeline.py``: the resumed
 run equals the pool's; ``tests/commands/test_tables_audit.py``: two workers equal one), so
 the cluster equals the local pool too, without starting a second set of processes here.
 """
