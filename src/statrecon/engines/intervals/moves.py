@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
 
 from statrecon.engines.intervals.problem import Prepared
 from statrecon.engines.intervals.reach import Board, Lattice, Reached, completes
@@ -37,7 +38,9 @@ from statrecon.engines.solvers.highs import build_highs, highs_core
 
 EPS = 1e-7
 MULTIPLES = 6  # a fractional least change is tried at up to this many times its size
-MIP_S = 2.0  # then HiGHS's least integer change near it, for at most this many seconds
+MIP_S = 2.0  # then HiGHS's least integer change near it, for at most this many seconds,
+MIP_MISSES = 3  # until this many of a component's MIPs have found nothing
+BATCH = 16  # cells asked to move by one least-change LP (no two in one equation)
 
 
 def move(prep: Prepared, reached: dict[int, Reached], deadline: Deadline) -> None:
@@ -53,7 +56,9 @@ def move(prep: Prepared, reached: dict[int, Reached], deadline: Deadline) -> Non
             continue
         board = Board(prep, ci, cells)
         if board.lattice is not None:
-            Mover(board, board.lattice).run(cells, deadline)
+            mover = Mover(board, board.lattice)
+            mover.batched(cells, deadline)
+            mover.run([r for r in cells if not r.met()], deadline)
 
 
 class Mover:
@@ -77,6 +82,7 @@ class Mover:
         self.rows = A.shape[0]
         self.csc: sp.csc_matrix | None = None  # the equations by column and by row, built
         self.csr: sp.csr_matrix | None = None  # for the first integer change (a MIP)
+        self.misses = 0  # MIPs that found no change
         self.highs: Any = None
         self.zero: Any = None
         if highs_core() is not None:
@@ -118,14 +124,96 @@ class Mover:
             if stop_early and not r.met():
                 return
 
+    def batched(self, cells: Sequence[Reached], deadline: Deadline) -> None:
+        """Before one cell at a time: one least-change LP asks up to BATCH cells that share
+        no equation to move at once (each on its first side wanted), and each connected
+        piece of the change (cells linked through equations it changes; a piece keeps
+        every equation by itself) is a witness of its own, checked exactly. Cells whose
+        asks clash (the LP is infeasible) are asked again in halves. Each cell is asked
+        once per side here; what is left goes one at a time (:meth:`run`). On issue 28's
+        scale instance: 231 LPs instead of 2,169, 3.4 s instead of 13.7 s, the same cells
+        proven."""
+        if self.csc is None or self.csr is None:
+            self.csc, self.csr = self.lat.A.tocsc(), self.lat.A.tocsr()
+        by_col = self.csc
+        asked: set[tuple[int, bool]] = set()
+        todo = [r for r in cells if not r.met()]
+        while todo and not deadline.expired:
+            batch: list[tuple[Reached, bool]] = []
+            used: set[int] = set()
+            for r in todo:
+                side = next((up for up in self._sides(r) if (r.cell, up) not in asked
+                             and r.wants()[0 if up else 1]), None)
+                j = self.comp.local[r.cell]
+                rows = by_col.indices[by_col.indptr[j]:by_col.indptr[j + 1]].tolist()
+                if side is None or len(batch) >= BATCH or used.intersection(rows):
+                    continue
+                batch.append((r, side))
+                used.update(rows)
+                asked.add((r.cell, side))
+            if not batch:
+                return
+            self._batch(batch, deadline)
+            todo = [r for r in todo if not r.met()]
+
+    def _batch(self, batch: list[tuple[Reached, bool]], deadline: Deadline) -> None:
+        lower: dict[int, float] = {}
+        upper: dict[int, float] = {}
+        for r, up in batch:
+            j = self.comp.local[r.cell]
+            steps = self._steps(r, up)
+            if self.upper[j if up else self.n + j] >= steps:
+                lower[j if up else self.n + j] = float(steps)
+                upper[self.n + j if up else j] = 0.0
+        if deadline.expired or not lower:
+            return
+        d = self._least_change(lower, upper, deadline)
+        if d is None:
+            if len(batch) > 1:
+                half = len(batch) // 2
+                for part in (batch[:half], batch[half:]):
+                    self._batch([(r, up) for r, up in part
+                                 if r.wants()[0 if up else 1]], deadline)
+            return
+        for piece in self._pieces(d):
+            rounded = _whole_multiple(piece)
+            if rounded is None:
+                continue
+            xi = self.truth + rounded
+            if not any(xi[c] != self.truth[c] for c in self.fixed) \
+                    and completes(self.lat, xi):
+                self.board.record(xi)
+
+    def _pieces(self, d: np.ndarray) -> list[np.ndarray]:
+        """d cut into its connected pieces: cells it changes, linked when they share an
+        equation. Every equation's changed cells lie in one piece, so each piece alone
+        keeps every equation d keeps."""
+        assert self.csr is not None
+        moved = np.flatnonzero(np.abs(d) > EPS)
+        if moved.size == 0:
+            return []
+        sub = self.csr[:, moved]
+        count, labels = connected_components(sp.csr_matrix(sub.T @ sub), directed=False)
+        out = []
+        for k in range(count):
+            piece = np.zeros_like(d)
+            cols = moved[labels == k]
+            piece[cols] = d[cols]
+            out.append(piece)
+        return out
+
+    def _steps(self, r: Reached, up: bool) -> Fraction:
+        """Whole lattice steps cell r must move on one side."""
+        need = (r.goal(True) - r.value) if up else (r.value - r.goal(False))
+        return Fraction(math.ceil(need * self.scale))
+
     def _move(self, r: Reached, deadline: Deadline) -> None:
         for up in self._sides(r):
             if deadline.expired:
                 return
             if not (r.wants()[0] if up else r.wants()[1]):
                 continue
-            need = (r.goal(True) - r.value) if up else (r.value - r.goal(False))
-            steps = Fraction(math.ceil(need * self.scale))  # whole lattice steps
+            steps = self._steps(r, up)
             xi = self._find(self.comp.local[r.cell], up, steps, deadline)
             if xi is not None:
                 self.board.record(xi)
@@ -167,11 +255,19 @@ class Mover:
         over the cells the fractional change ``d`` moves and the cells sharing an equation
         with them, the others held still (any change found there is a change of the whole
         component); at most MIP_S seconds, its best change when time runs out. None: none
-        found."""
+        found, or MIP_MISSES MIPs of this component found none already (a table whose
+        cells are barely protected, where each would take its MIP_S: 58 MIPs, 116 s for
+        nothing on a small sparse instance of issue 28's tables)."""
         left = deadline.left()
         limit = MIP_S if left is None else min(MIP_S, left)
-        if limit <= 0:
+        if limit <= 0 or self.misses >= MIP_MISSES:
             return None
+        change = self._mip(j, up, need, d, limit)
+        self.misses += change is None
+        return change
+
+    def _mip(self, j: int, up: bool, need: Fraction, d: np.ndarray, limit: float
+             ) -> np.ndarray | None:
         if self.csc is None or self.csr is None:
             self.csc, self.csr = self.lat.A.tocsc(), self.lat.A.tocsr()
         by_col, by_row = self.csc, self.csr
