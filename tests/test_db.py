@@ -6,6 +6,10 @@ tests/hostile/test_injection.py."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import duckdb
 import pandas as pd
 import pytest
@@ -57,3 +61,20 @@ def test_one_locked_database_per_process(monkeypatch: pytest.MonkeyPatch) -> Non
         assert db.hardened().execute(settings).fetchone() == (True, False, False)
     finally:
         db._LOCKED.pop(-1).close()
+
+
+
+def test_a_new_connection_takes_a_table_at_once(tmp_path: Path) -> None:
+    """open_connection reads a setting to its end, so the connection takes other work (a
+    registered frame) at once: DuckDB refuses it while a result is half read. Run as a script
+    of its own: the setting read differs there from an interactive interpreter (pytest's)."""
+    script = tmp_path / "use.py"
+    script.write_text(
+        "import pandas as pd\n"
+        "from statrecon.db import open_connection\n"
+        "con = open_connection()\n"
+        "con.register('t', pd.DataFrame({'x': [4]}))\n"
+        "assert con.execute('SELECT SUM(x) FROM t').fetchone() == (4,)\n", encoding="utf-8")
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
