@@ -70,3 +70,16 @@ def test_offering_zeros_last_wins_on_a_fixed_table(monkeypatch: pytest.MonkeyPat
     exact = protect(p, candidates=[not h for h in p.hidden],
                     options=ProtectOptions(method="exact", time_limit=None))
     assert exact.status == "optimal" and exact.cost == 3
+
+
+def test_the_audit_caches_share_one_set_of_cells_per_component() -> None:
+    """Cache keys name a cell's component by its cells: one frozenset per component, not one
+    per cell (30,000 primary cells of one 40,000-cell component made 24 GB of keys)."""
+    p = problem_of(np.array([1, 0, 0, 3, 0, 2, 1, 0, 2, 1, 0, 1]).reshape(2, 3, 2))
+    run = prepare_run(p, [not h for h in p.hidden], None, NONE)
+    pattern = frozenset(range(p.n_cells))  # everything hidden: one component
+    prep, _ = run.oracle.screen(pattern, run.primaries, run.deadline)
+    run.oracle.audit(pattern, run.deadline, False, run.primaries)
+    keys = [k[-1] for k in (*run.oracle.screens, *run.oracle.cache)]
+    assert len(keys) >= 2 * len(run.primaries) >= 4
+    assert len({id(k) for k in keys}) == len({prep.component_of[i] for i in run.primaries})

@@ -125,6 +125,9 @@ def _integer(prep: Prepared, ci: int, jl: int, lp: tuple[LpOutcome, LpOutcome],
     quick = [from_lp(side, scale) for side in lp]
     if all(q is not None for q in quick):
         return quick[0], quick[1]  # type: ignore[return-value]
+    if deadline.expired:  # the box alone costs an LP over the component, for each cell
+        late = IntOutcome("unknown", note="time limit")
+        return quick[0] or late, quick[1] or late
     if ("box", ci) not in prep.cache:
         box = component_box(prep.solver(ci), comp, deadline, scale)
         if box is not None:

@@ -24,7 +24,14 @@ import numpy as np
 import scipy.sparse as sp
 
 from statrecon.engines.intervals.problem import Component, Prepared
-from statrecon.engines.intervals.results import Attack, Bound, CellAudit, Interval
+from statrecon.engines.intervals.results import (
+    Attack,
+    Bound,
+    CellAudit,
+    Interval,
+    Pairs,
+    ScaledPairs,
+)
 from statrecon.engines.solvers.cpsat import Deadline
 
 ROUNDS = 6  # LPs per component without new witnesses before the sweep gives up
@@ -40,8 +47,8 @@ class Reached:
     value: Fraction
     up: Fraction  # value + upper protection level (one lattice step when both levels are 0)
     down: Fraction  # value - lower protection level (likewise)
-    upper: tuple[Fraction, tuple[tuple[int, Fraction], ...]] | None = None
-    lower: tuple[Fraction, tuple[tuple[int, Fraction], ...]] | None = None
+    upper: tuple[Fraction, Pairs] | None = None
+    lower: tuple[Fraction, Pairs] | None = None
     either: bool = False  # levels (0, 0): one side beyond the value is enough
     sliding: Fraction = Fraction(0)  # the values reached must also be this far apart
 
@@ -199,6 +206,7 @@ class Board:
         self.comp, self.scale = prep.components[ci], prep.problem.scale
         self.index = {self.comp.local[r.cell]: r for r in cells}
         self.lattice = lattice_of(self.comp, self.scale)
+        self._cells: np.ndarray | None = None
         self.truth = np.zeros(len(self.comp.cells), dtype=np.int64)
         if not fits_int64([prep.problem.values[c] * self.scale for c in self.comp.cells]):
             self.lattice = None
@@ -211,7 +219,7 @@ class Board:
         cell it takes further. The witness lists the cells it changes; the others keep
         their true values (as ``check_cell`` reads a witness)."""
         moved = np.flatnonzero(xi != self.truth)
-        witness: tuple[tuple[int, Fraction], ...] | None = None
+        witness: Pairs | None = None
         better = False
         for c in moved:
             r = self.index.get(int(c))
@@ -220,16 +228,17 @@ class Board:
             v = Fraction(int(xi[c]), self.scale)
             up, down = r.wants()
             if up and v > r.value and (r.upper is None or v > r.upper[0]):
-                witness = witness or self._pairs(xi, moved)
+                witness = self._pairs(xi, moved) if witness is None else witness
                 r.upper, better = (v, witness), True
             elif down and v < r.value and (r.lower is None or v < r.lower[0]):
-                witness = witness or self._pairs(xi, moved)
+                witness = self._pairs(xi, moved) if witness is None else witness
                 r.lower, better = (v, witness), True
         return better
 
-    def _pairs(self, xi: np.ndarray, moved: np.ndarray) -> tuple[tuple[int, Fraction], ...]:
-        return tuple((self.comp.cells[int(c)], Fraction(int(xi[c]), self.scale))
-                     for c in moved)
+    def _pairs(self, xi: np.ndarray, moved: np.ndarray) -> Pairs:
+        if self._cells is None:
+            self._cells = np.asarray(self.comp.cells, dtype=np.int64)
+        return ScaledPairs(self._cells[moved], xi[moved], self.scale)
 
 
 def protected_audit(prep: Prepared, r: Reached) -> CellAudit:

@@ -10,15 +10,68 @@ problem (names are in ``attack``).
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Literal
+from typing import Any, Literal, overload
+
+import numpy as np
 
 from statrecon.engines.intervals.integer import ProofKind
 from statrecon.engines.intervals.lp import BoundStatus
 
 Verdict = Literal["protected", "under-protected", "disclosed", "unknown"]
-Pairs = tuple[tuple[int, Fraction], ...]  # (cell or equation index, exact value)
+Pairs = Sequence[tuple[int, Fraction]]  # (cell or equation index, exact value)
+
+
+class ScaledPairs(Sequence[tuple[int, Fraction]]):
+    """(cell, value) pairs kept as two int64 arrays and one denominator: a witness table
+    found by an LP may move tens of thousands of cells, and a cell keeps its best witness
+    on each side, so as Python pairs of Fractions (~170 bytes each) a large run's witnesses
+    filled 24 GB (issue 28's scale run at 40 % primary cells); as arrays, 16 bytes a pair.
+    Reads as the tuple of pairs it stands for (equal to it, same hash)."""
+
+    __slots__ = ("cells", "numerators", "scale")
+
+    def __init__(self, cells: np.ndarray, numerators: np.ndarray, scale: int) -> None:
+        if cells.shape != numerators.shape or scale < 1:
+            raise ValueError("cells and numerators differ in shape, or scale < 1")
+        self.cells = np.asarray(cells, dtype=np.int64)
+        self.numerators = np.asarray(numerators, dtype=np.int64)
+        self.scale = int(scale)
+
+    def __len__(self) -> int:
+        return len(self.cells)
+
+    @overload
+    def __getitem__(self, k: int) -> tuple[int, Fraction]: ...
+    @overload
+    def __getitem__(self, k: slice) -> tuple[tuple[int, Fraction], ...]: ...
+    def __getitem__(self, k: int | slice) -> Any:
+        if isinstance(k, slice):
+            return tuple(self)[k]
+        return int(self.cells[k]), Fraction(int(self.numerators[k]), self.scale)
+
+    def __iter__(self) -> Iterator[tuple[int, Fraction]]:
+        s = self.scale
+        for c, n in zip(self.cells.tolist(), self.numerators.tolist(), strict=True):
+            yield c, Fraction(n, s)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ScaledPairs | tuple):
+            return tuple(self) == tuple(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return f"ScaledPairs({len(self)} pairs, scale {self.scale})"
+
+
+def cells_of(pairs: Pairs) -> list[int]:
+    """The cells (or equations) of ``pairs``, without making their values."""
+    return pairs.cells.tolist() if isinstance(pairs, ScaledPairs) else [c for c, _ in pairs]
 
 
 def exact(v: Fraction | None) -> str | None:

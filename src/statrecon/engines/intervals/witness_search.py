@@ -35,6 +35,8 @@ def search(prep: Prepared, reached: dict[int, Reached], deadline: Deadline,
     boards: dict[int, tuple[ComponentModel, Board] | None] = {}
     scale = prep.problem.scale
     for j in cells:
+        if deadline.expired:  # a component's model alone is work in exact fractions
+            break
         ci = prep.component_of[j]
         comp = prep.components[ci]
         if ci not in boards:

@@ -26,9 +26,8 @@ from statrecon.engines.intervals import Bound, CellAudit, Interval
 from statrecon.engines.intervals.moves import Mover
 from statrecon.engines.intervals.problem import Prepared
 from statrecon.engines.intervals.reach import Board, Reached, protected_audit, targets
+from statrecon.engines.intervals.results import cells_of
 from statrecon.engines.solvers.cpsat import Deadline
-
-Witness = tuple[tuple[int, Fraction], ...]
 
 
 @dataclass
@@ -223,13 +222,14 @@ def _without(prep: Prepared, pr: Proof, s: int) -> Reached:
     if pr.reached is not None:
         for side in ("lower", "upper"):
             got = getattr(pr.reached, side)
-            if got is not None and all(c != s for c, _ in got[1]):
+            if got is not None and s not in cells_of(got[1]):
                 setattr(r, side, got)
     return r
 
 
 def _moved_by(r: Reached) -> frozenset[int]:
-    return frozenset(c for got in (r.lower, r.upper) if got is not None for c, _ in got[1])
+    return frozenset(c for got in (r.lower, r.upper) if got is not None
+                     for c in cells_of(got[1]))
 
 
 def _final_audit(prep: Prepared, pr: Proof) -> CellAudit:
