@@ -72,6 +72,9 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/peers/bench_tauargus.py
 	$(BIN)/python benchmarks/bench_tables.py
 	$(BIN)/python benchmarks/bench_protect.py --gauss-audit --exact 30
+	# issue 28's scale run: 97,236 linked cells from 1,000,000 synthetic firms; tau-Argus MOD
+	# beside it (about an hour a table): make bench SCALE_TAU=1
+	$(BIN)/python benchmarks/bench_protect_scale.py $(if $(SCALE_TAU),--tau-argus)
 	# tau-Argus's own examples from snapshots of their repositories, never committed:
 	# make bench CHECKTAUARGUS=DIR TAUARGUS=DIR (without them: one line, skipped)
 	$(BIN)/python benchmarks/check_tauargus_examples.py \
