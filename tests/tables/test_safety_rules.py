@@ -229,3 +229,29 @@ def test_rules_a_table_cannot_apply_are_refused() -> None:
     with pytest.raises(StatreconError, match="holding variable"):
         table_with_safety_rules(_micro(), spec,
                                 parse_safety_rule("FREQ(2,10)|FREQ(3,10)", WHERE))
+
+
+@given(st.lists(st.tuples(st.integers(0, 5), st.one_of(st.integers(-50, 50),
+                                                      st.integers(-2**70, 2**70))),
+                max_size=40),
+       st.integers(1, 3), st.sampled_from([1, 100]))
+def test_the_int64_top_contributions_equal_the_exact_group_walk(
+        pairs: list[tuple[int, int]], tops: int, scale: int) -> None:
+    """The array path (issue 28's million-record jobs) gives each cell the same contributors
+    and largest contributions as walking its records in exact integers; a contribution too
+    large for int64 sends the whole table down the exact walk."""
+    import numpy as np
+    import pandas as pd
+
+    from statrecon.tables.rules import INT64_SAFE, _level_facts, _top_facts
+
+    frame = pd.DataFrame({"cell": np.array([c for c, _ in pairs], dtype=np.int64),
+                          "x": np.array([x for _, x in pairs] or [], dtype=object),
+                          "w": np.ones(len(pairs), dtype=object)})
+    fast = _top_facts(frame["cell"].to_numpy(), frame["x"].to_numpy(), tops, scale)
+    walked = _level_facts(frame.assign(request=0), tops, scale, None)  # the exact walk
+    if any(abs(x) >= INT64_SAFE for _, x in pairs):
+        assert fast is None
+        return
+    assert fast == walked
+    assert _level_facts(frame, tops, scale, None) == walked

@@ -539,10 +539,39 @@ def _rule_facts(frame: pd.DataFrame, table: Table, spec: TableSpec, rules: Safet
             for i in range(len(table.cells))]
 
 
+INT64_SAFE = 2**62  # contributions below this in size are sorted as int64, exactly
+
+
+def _top_facts(cell: np.ndarray, x: np.ndarray, tops: int, scale: int
+               ) -> dict[int, Facts] | None:
+    """:func:`_level_facts` without weights or requests, in int64 arrays (None when a
+    contribution is too large for them): sorting a million exact Python integers and
+    walking 54,000 pandas groups took 10 s of a 1,000,000-record job (issue 28's scale)."""
+    if not len(x) or max(abs(int(x.max())), abs(int(x.min()))) >= INT64_SAFE:
+        return None if len(x) else {}
+    xs = x.astype(np.int64)
+    cs = np.asarray(cell, dtype=np.int64)
+    order = np.lexsort((-xs, cs))  # by cell, then largest first
+    cs, xs = cs[order], xs[order]
+    starts = np.flatnonzero(np.r_[True, cs[1:] != cs[:-1]])
+    counts = np.diff(np.r_[starts, len(cs)])
+    tops_of = [np.where(counts > k, xs[np.minimum(starts + k, len(xs) - 1)], 0).tolist()
+               for k in range(tops)]
+    found: dict[int, Facts] = {}
+    for g, (c, n) in enumerate(zip(cs[starts].tolist(), counts.tolist(), strict=True)):
+        top = tuple(Fraction(tops_of[k][g], scale) for k in range(min(tops, n)))
+        found[c] = Facts(n, top)
+    return found
+
+
 def _level_facts(pairs: pd.DataFrame, tops: int, scale: int, weight_scale: int | None
                  ) -> dict[int, Facts]:
     """Per cell: contributors, the largest contributions (enough of them to weigh ``tops``
     with weights), the total weight and the largest requesting contribution per code."""
+    if weight_scale is None and "request" not in pairs:
+        fast = _top_facts(pairs["cell"].to_numpy(), pairs["x"].to_numpy(), tops, scale)
+        if fast is not None:
+            return fast
     ordered = pairs.sort_values(["cell", "x"], ascending=[True, False], kind="stable")
     found: dict[int, Facts] = {}
     for c, group in ordered.groupby("cell", sort=False):

@@ -266,3 +266,19 @@ def test_an_audit_past_its_deadline_is_unknown_and_builds_nothing() -> None:
         assert audit.integer is not None and not audit.integer.lower.proven
         assert "time limit" in audit.integer.lower.note, audit.integer.lower.note
     assert not any(key[0] == "box" for key in prep.cache)
+
+
+def test_the_finders_report_each_step_with_every_cell_so_far() -> None:
+    """``on_step`` (the witness stage's progress in ``tables protect``) is called after each
+    LP of the sweep and each batch or cell of the moves, with the entries being filled."""
+    t = two_by_three(np.array([[3, 4, 5], [6, 7, 8]]))
+    rect = [t.keys.index(frozenset({("A", a), ("B", b)})) for a in ("a0", "a1")
+            for b in ("b0", "b1")]
+    prep = prepare(t.problem(rect, 1, None, [(2, 2)] * len(t.keys)))
+    seen: list[dict[int, Reached]] = []
+    got = reach(prep, rect, Deadline.after(None), on_step=seen.append)
+    assert seen and all(s is got for s in seen)
+    before = len(seen)
+    move(prep, got, Deadline.after(None), on_step=seen.append)
+    assert all(s is got for s in seen)
+    assert len(seen) > before or all(r.met() for r in got.values())

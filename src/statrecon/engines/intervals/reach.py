@@ -16,7 +16,7 @@ value: the interval extends at least that far (``Bound`` status ``reached``), no
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -141,17 +141,22 @@ def completes(lat: Lattice, xi: np.ndarray) -> bool:
     return bool(np.array_equal(lat.A @ xi, lat.b))
 
 
-def reach(prep: Prepared, cells: Sequence[int], deadline: Deadline, seed: int = 0
-          ) -> dict[int, Reached]:
+Step = Callable[[dict[int, "Reached"]], None]
+
+
+def reach(prep: Prepared, cells: Sequence[int], deadline: Deadline, seed: int = 0,
+          on_step: Step | None = None) -> dict[int, Reached]:
     """Exact completions pushing each of ``cells`` (suppressed cells of ``prep``) to the
-    ends its protection asks for. Each cell's entry says how far they reached."""
+    ends its protection asks for. Each cell's entry says how far they reached.
+    ``on_step(entries)`` after each LP (a progress report may count the cells met)."""
     out = targets(prep, cells)
     by_comp: dict[int, list[int]] = {}
     for j in cells:
         by_comp.setdefault(prep.component_of[j], []).append(j)
     rng = np.random.default_rng(seed)
+    step = None if on_step is None else (lambda: on_step(out))
     for ci, members in by_comp.items():
-        _sweep(prep, ci, [out[j] for j in members], deadline, rng)
+        _sweep(prep, ci, [out[j] for j in members], deadline, rng, step)
     return out
 
 
@@ -175,7 +180,7 @@ def targets(prep: Prepared, cells: Sequence[int]) -> dict[int, Reached]:
 
 
 def _sweep(prep: Prepared, ci: int, cells: list[Reached], deadline: Deadline,
-           rng: np.random.Generator) -> None:
+           rng: np.random.Generator, step: Callable[[], None] | None) -> None:
     board = Board(prep, ci, cells)
     lat = board.lattice
     if lat is None:
@@ -196,6 +201,8 @@ def _sweep(prep: Prepared, ci: int, cells: list[Reached], deadline: Deadline,
         xi = lattice_point(lat, got.x, scale) if got.status == "optimal" else None
         if xi is None or not board.record(xi):
             idle += 1
+        if step is not None:
+            step()
 
 
 class Board:

@@ -159,8 +159,16 @@ def by_witness(run: Run, state: Repair) -> list[int]:
     cover many cells. Returns the primary cells left unproven."""
     todo = [i for i in run.primaries if i not in state.proven]
     prep = run.oracle.prepared(state.suppressed)
-    reached = reach(prep, todo, run.deadline)
-    move(prep, reached, run.deadline)
+    told = [time.monotonic()]
+
+    def tick(reached: dict[int, Reached]) -> None:  # at most once a second: met() is exact
+        if time.monotonic() >= told[0] + 1.0:
+            told[0] = time.monotonic()
+            met = sum(r.met() for r in reached.values())
+            run.progress("witness", len(state.proven) + met, len(run.primaries))
+
+    reached = reach(prep, todo, run.deadline, on_step=tick)
+    move(prep, reached, run.deadline, on_step=tick)
     return keep_met(run, state, prep, reached, todo)
 
 
