@@ -223,7 +223,7 @@ def test_reconstruct_says_which_engine_answered_and_why(run_cli: CliRunner) -> N
         assert data["route"]["reason"].startswith(reason), data["route"]
 
 
-TABLES_JOB = {"status", "tables", "protected", "written", "notes", "elapsed_s"}
+TABLES_JOB = {"status", "tables", "protected", "rounded", "written", "notes", "elapsed_s"}
 TABLES_JOB_TABLE = {"number", "name", "variables", "response", "cells", "primary",
                     "secondary"}
 TABLES_JOB_PROTECTED = {"tables", "method", "status", "primary", "secondary", "cost",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import shutil
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
@@ -130,8 +131,8 @@ def test_the_grammar_of_a_job(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("change", "message"), [
-    (("<SUPPRESS> MOD(0)", "<SUPPRESS> RND(1, 5)"), "job.arb:8: <SUPPRESS> RND is rounding, "
-     "not cell suppression"),
+    (("<SUPPRESS> MOD(0)", "<SUPPRESS> CTA(1)"), "job.arb:8: <SUPPRESS> CTA is controlled "
+     "tabular adjustment, not cell suppression"),
     (("<SUPPRESS> MOD(0)", "<SUPPRESS> OPT(0)"), "job.arb:8: <SUPPRESS>: no table 0"),
     (('(1, 1, , "sub', '(1, 6, , "sub'), "job.arb:9: <WRITETABLE> output type 6 (JJ) is not "
      "written"),
@@ -260,3 +261,187 @@ def test_an_apriori_file_in_a_microdata_job(run_cli: CliRunner, tmp_path: Path) 
                                               "<WRITETABLE>"))
     code, _out, err = run_cli("tables", "protect", folder / "late.arb", "--quiet")
     assert code == 1 and "<APRIORI> for table 1 after it was protected" in err
+
+
+# ------------------------------------------------------------------ <SUPPRESS> RND and arguments
+
+ROUNDED = """<OPENMICRODATA> "income.asc"
+<OPENMETADATA> "income.rda"
+<SPECIFYTABLE> "district""sector"|"income"||
+<SAFETYRULE> FREQ(4,20)|P(15,1)|
+<READMICRODATA>
+<SUPPRESS> RND(1, 200)
+<WRITETABLE> (1, 3, AS+FL+, "rounded.txt")
+<WRITETABLE> (1, 1, , "rounded.csv")
+"""
+
+
+def _rounded_job(tmp_path: Path, text: str = ROUNDED) -> Path:
+    folder = _copy(MICRO, tmp_path)
+    (folder / "job.arb").write_text(text)
+    return folder
+
+
+@pytest.mark.parametrize("rule", ["", ", 0, 1, 0, 1", ", 0, 1, 0, 2"])
+def test_rnd_in_a_job_writes_the_table_rounded(run_cli: CliRunner, tmp_path: Path,
+                                               rule: str) -> None:
+    """<SUPPRESS> RND(1, 200): the income table (tests/data/jobs/micro) rounded to base 200
+    by controlled rounding, and <WRITETABLE> writes it: every published value a multiple of
+    200 next to the true value (a multiple kept), the rows and columns still adding up,
+    nothing shown as x; the working file has the true values. The least total change of this
+    table is 700.10 (stopping rule 2, the default; rule 1 stops at the first rounding)."""
+    folder = _rounded_job(tmp_path, ROUNDED.replace("RND(1, 200)", f"RND(1, 200{rule})"))
+    code, out, err = run_cli("tables", "protect", folder / "job.arb")
+    assert code == 0, err
+    said = " ".join(out.split())
+    assert "table 1 (district x sector), controlled rounding to base 200:" in said
+    if not rule.endswith("1"):
+        assert "optimal, total change 700.1 (the least)" in said
+    assert "wrote" in said and "(publication: rounded to base 200)" in said
+    true = {(r["district"], r["sector"]): Fraction(r["income"]) for r in
+            csv.DictReader((folder / "rounded.working.txt").open())}
+    rows = list(csv.DictReader((folder / "rounded.txt").open()))
+    shown = {(r["district"], r["sector"]): Fraction(r["income"]) for r in rows}
+    assert shown.keys() == true.keys()
+    for key, value in shown.items():
+        assert value % 200 == 0 and abs(value - true[key]) < 200
+        if true[key] % 200 == 0:
+            assert value == true[key]
+    sectors = [" agri", "  ind", " serv"]
+    for d in ("Total", "N", "S", "W"):
+        assert shown[(d, "Total")] == sum(shown[(d, s)] for s in sectors)
+    for s in ("Total", *sectors):
+        assert shown[("Total", s)] == sum(shown[(d, s)] for d in ("N", "S", "W"))
+    assert [r["Status"] for r in rows][5] == "5"  # N/agri: the FREQ rule's status kept
+    layout = (folder / "rounded.csv").read_text()
+    assert "x" not in layout and f"{float(shown[('N', '  ind')]):.2f}" in layout
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ("RND(1)", "job.arb:6: <SUPPRESS> RND needs a rounding base"),
+    ("RND(0, 5)", "job.arb:6: <SUPPRESS>: no table 0"),
+    ("RND(1, 1)", "job.arb:6: <SUPPRESS> RND's rounding base is 1"),
+    ("RND(1, five)", "job.arb:6: <SUPPRESS> RND's rounding base 'five' is not a whole number"),
+    ("RND(1, 200, -1)", "job.arb:6: <SUPPRESS> RND's steps is -1; tau-Argus takes at least 0"),
+    ("RND(1, 200, 0, 0)", "job.arb:6: <SUPPRESS> RND's time (minutes) is 0; tau-Argus takes "
+     "at least 1"),
+    ("RND(1, 200, 0, 10, 2)", "job.arb:6: <SUPPRESS> RND's partitions is 2; tau-Argus takes "
+     "0..1"),
+    ("RND(1, 200, 0, 10, 0, 3)", "job.arb:6: <SUPPRESS> RND's stopping rule 3: tau-Argus's "
+     "batch reader takes 1"),
+    ("RND(1, 200, 0, 10, 0, 0)", "job.arb:6: <SUPPRESS> RND's stopping rule is 0"),
+    ("RND(1, 200, 0, 10, 0, 2, 5)", "job.arb:6: <SUPPRESS> RND's unit cost '5' is a switch"),
+    ("RND(1, 200, 0, 10, 0, 2, 0, 1)", "job.arb:6: <SUPPRESS> RND takes at most 6 arguments"),
+    ("RND(1, 200,, 10)", "job.arb:6: <SUPPRESS> RND: argument 3 is empty"),
+    ("RND(1, 200)\n<SUPPRESS> MOD(0)", "job.arb:7: <SUPPRESS> of table 1, which line 6 "
+     "already protected"),
+    ("RND(1, 200)\n<WRITETABLE> (1, 5, AR+, \"i.tab\")", "job.arb:7: <WRITETABLE> output type "
+     "5 (intermediate) of table 1, rounded on line 6: tau-Argus refuses it"),
+    ("RND(1, 200)\n<WRITETABLE> (1, 4, , \"s.csv\")", "job.arb:7: <WRITETABLE> output type 4 "
+     "(SBS) of table 1, rounded on line 6: it carries each cell's true frequency"),
+])
+def test_bad_rnd_arguments_are_one_line_naming_their_line(tmp_path: Path, change: str,
+                                                          message: str) -> None:
+    folder = _rounded_job(tmp_path, ROUNDED.replace("RND(1, 200)", change))
+    with pytest.raises(StatreconError) as e:
+        read_job(folder / "job.arb")
+    assert str(e.value).startswith(f"{folder}/{message}"), str(e.value)
+
+
+def test_a_rounding_base_below_tau_argus_minimum_exits_1_and_writes_nothing(
+        run_cli: CliRunner, tmp_path: Path) -> None:
+    """tau-Argus's least base (computeMinRoundBase): the largest lower + upper protection
+    level of a primary cell, here S/serv's 75 + 75 (p% rule): base 100 is one line naming
+    the RND, exit 1, nothing written; --out beside an RND is refused the same way."""
+    folder = _rounded_job(tmp_path, ROUNDED.replace("RND(1, 200)", "RND(1, 100)"))
+    before = sorted(p.name for p in folder.iterdir())
+    code, _out, err = run_cli("tables", "protect", folder / "job.arb", "--quiet")
+    assert code == 1 and err.strip().count("\n") == 0, err
+    assert (f"{folder}/job.arb:6: <SUPPRESS> RND: the rounding base 100 is too small for "
+            "table 1: tau-Argus requires at least 150") in err
+    assert sorted(p.name for p in folder.iterdir()) == before
+    code, _out, err = run_cli("tables", "protect", folder / "job.arb", "--out",
+                              tmp_path / "o.csv", "--quiet")
+    assert code == 1 and "this job rounds a table (<SUPPRESS> RND)" in err
+    assert sorted(p.name for p in folder.iterdir()) == before
+
+
+def test_rnd_arguments_statrecon_does_not_honour_are_named(tmp_path: Path) -> None:
+    """Steps, partitions and unit cost are read and checked, then named in a note (never
+    silently dropped); the time (minutes) and the stopping rule are honoured."""
+    folder = _rounded_job(tmp_path, ROUNDED.replace("RND(1, 200)", "RND(1, 200, 2, 3, 1, 1, 1)"))
+    step = read_job(folder / "job.arb").suppresses[0]
+    assert step.rounding is not None
+    assert (step.rounding.base, step.rounding.steps, step.rounding.minutes,
+            step.rounding.partitions, step.rounding.stopping_rule,
+            step.rounding.unit_cost) == (200, 2, 3, 1, 1, True)
+    notes = " ".join(step.notes)
+    assert "steps (2) are not applied" in notes and "partitions (1)" in notes
+    assert "unit cost is not applied" in notes
+    plain = read_job(_rounded_job(tmp_path / "b") / "job.arb").suppresses[0]
+    assert plain.rounding is not None and plain.notes == ()
+    assert (plain.rounding.minutes, plain.rounding.stopping_rule) == (10, 2)
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ("GH(1, 120)", "<SUPPRESS> GH's a-priori bounds percentage is 120; tau-Argus takes "
+     "0..100"),
+    ("GH(1, 75, 2)", "<SUPPRESS> GH's model size is 2; tau-Argus takes 0..1"),
+    ("GH(1, 75, 0, 2)", "<SUPPRESS> GH's apply singleton '2' is a switch: 0 or 1"),
+    ("GH(1, 75, 0, 1, 1)", "<SUPPRESS> GH takes at most 3 arguments"),
+    ("MOD(1, -1)", "<SUPPRESS> MOD's time per subtable (minutes) is -1"),
+    ("MOD(1, 5, 1, 2)", "<SUPPRESS> MOD's single-multiple check '2' is a switch"),
+    ("MOD(1, 5, 1, 1, 1, 0)", "<SUPPRESS> MOD's max scaling cost is 0; it must be above 0"),
+    ("MOD(1, 5, 1, 1, 1, 2, 1)", "<SUPPRESS> MOD takes at most 5 arguments"),
+    ("MOD(1, 5,, 1)", "<SUPPRESS> MOD: argument 3 is empty"),
+    ("OPT(1, soon)", "<SUPPRESS> OPT's computing time (minutes) 'soon' is not a whole number"),
+    ("OPT(1, 1, 1)", "<SUPPRESS> OPT takes at most 1 argument"),
+    ("NET(1, 1)", "<SUPPRESS> NET takes at most 0 arguments"),
+])
+def test_bad_suppress_arguments_are_one_line_naming_their_line(tmp_path: Path, change: str,
+                                                               message: str) -> None:
+    """GH, MOD, OPT and NET take the arguments tau-Argus documents, in its ranges."""
+    folder = _rounded_job(tmp_path, ROUNDED.replace("RND(1, 200)", change))
+    with pytest.raises(StatreconError) as e:
+        read_job(folder / "job.arb")
+    assert str(e.value).startswith(f"{folder}/job.arb:6: {message}"), str(e.value)
+
+
+def test_suppress_arguments_statrecon_does_not_honour_are_named(tmp_path: Path) -> None:
+    """MOD(1, 5, 1, 1, 0) and GH(1, 75, 1, 1): each argument given and not applied is a
+    note (the time limit is --time-limit, the singleton checks are the integer audit's)."""
+    folder = _rounded_job(tmp_path, ROUNDED.replace("RND(1, 200)", "MOD(1, 5, 1, 1, 0)"))
+    notes = " ".join(read_job(folder / "job.arb").suppresses[0].notes)
+    assert "job.arb:6: <SUPPRESS> MOD's time per subtable (5 min) is not applied" in notes
+    assert "single-single, single-multiple checks not applied" in notes
+    assert "min-freq" not in notes
+    (folder / "gh.arb").write_text(ROUNDED.replace("RND(1, 200)", "GH(1, 75, 1, 1)"))
+    notes = " ".join(read_job(folder / "gh.arb").suppresses[0].notes)
+    assert "a-priori bounds percentage (75)" in notes and "model size (1)" in notes
+    assert "apply singleton is not applied" in notes
+
+
+@pytest.mark.parametrize(("example", "target", "text", "message"), [
+    ("micro", "district.hrc", "N\r\nS\r\nW\r\n S\r\n", "district.hrc:4: code ' S' is 'S' of "
+     "line 2 but for its leading blanks"),
+    ("tabular", "district.hrc", "D1\nD2\nD3\nD4\n D4\n", "district.hrc:5: code ' D4' is 'D4' "
+     "of line 4 but for its leading blanks"),
+    ("tabular", "district.hrc", "D1\nD2\nD3\nD4\nD2\n", "district.hrc:5: code D2 appears "
+     "twice (also on line 2)"),
+    ("tabular", "sector.hrc", "agri\nind\n@agri\nserv\n", "sector.hrc:3: code agri appears "
+     "twice (also on line 1)"),
+])
+def test_a_code_twice_in_an_hrc_exits_1_naming_its_line(
+        run_cli: CliRunner, tmp_path: Path, example: str, target: str, text: str,
+        message: str) -> None:
+    """A code twice in an .hrc, under one parent or two, or twice but for its leading
+    blanks (which the .tab reader pads away): one line naming the file and line, exit 1,
+    nothing written (tau-Argus does not check; tables/_rda.py's docstring)."""
+    folder = _copy(JOBS / example, tmp_path)
+    (folder / target).write_text(text, newline="")
+    before = sorted(p.name for p in folder.iterdir())
+    job = next(folder.glob("*.arb"))
+    code, _out, err = run_cli("tables", "protect", job, "--quiet")
+    assert code == 1 and err.strip().count("\n") == 0, err
+    assert f"{folder}/{message}" in err
+    assert sorted(p.name for p in folder.iterdir()) == before

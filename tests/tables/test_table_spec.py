@@ -184,5 +184,6 @@ def test_a_padded_tau_argus_hierarchy_and_missing_codes(run_cli: CliRunner,
     result = run_cli("tables", "audit", tmp_path / "m.csv", "--spec", spec)
     assert_one_line_error(result, "m.csv:row 2", "region=7")
     (tmp_path / "region.hrc").write_text("N\n@ 1\n@1\n")
-    with pytest.raises(StatreconError, match="differ only in their padding"):
+    with pytest.raises(StatreconError, match=r"region.hrc:3: code '1' is ' 1' of line 2 but "
+                       "for its leading blanks"):
         read_spec(spec)

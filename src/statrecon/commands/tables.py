@@ -391,6 +391,10 @@ def _protect_job(source: Path, out: Path | None, out_dir: Path | None, how: _Job
     with hard_limit(backstop(how.time_limit), "carrying out the job"):
         job = read_job(source, out_dir)
         check_outputs(job, given)
+        if out is not None and any(s.method == "RND" for s in job.suppresses):
+            raise StatreconError(f"{source}: --out writes the job's tables suppressed; this "
+                                 "job rounds a table (<SUPPRESS> RND): its <WRITETABLE> "
+                                 "writes it rounded; leave out --out")
         if out is not None:
             check_writable(out, "--out", inputs_given=given)
         elif not job.writes:

@@ -8,7 +8,8 @@ integer audit before it is written. A ``<SUPPRESS>`` protects the tables it name
 one response that publish the same cells (a margin two tables share) are protected together
 as linked tables, whatever the job says, since a cell suppressed in one table and published
 in the other would be no secret. A job without ``<SUPPRESS>`` has every table protected (the
-command asks for protection), linked where they can be.
+command asks for protection), linked where they can be. ``<SUPPRESS> RND`` rounds one table
+instead (``runs/job_round.py``); its ``<WRITETABLE>`` writes the rounded values.
 """
 
 from __future__ import annotations
@@ -25,9 +26,11 @@ from statrecon.engines.suppression import METHODS, Method, ProtectOptions
 from statrecon.engines.suppression.costs import parse_cost_function
 from statrecon.errors import StatreconError, check_choice, check_option
 from statrecon.outputs import atomic_outputs, check_writable
+from statrecon.runs.job_round import Rounded, round_job_table
 from statrecon.runs.tables import COSTS, Cost, TableProtection, audit_tables, protect_tables
 from statrecon.tables import CellStatus, TableSet
 from statrecon.tables.job import (
+    ROUNDING,
     AprioriStep,
     Job,
     JobTable,
@@ -67,6 +70,7 @@ class JobRun:
     status: JobStatus
     notes: tuple[str, ...] = ()
     elapsed_s: float = 0.0
+    rounded: tuple[Rounded, ...] = ()
 
     def linked(self) -> TableSet:
         """Every table at the end, linked (one response)."""
@@ -80,6 +84,7 @@ class _State:
     tables: list[JobTable]
     stale: set[int] = field(default_factory=set)
     protected: set[int] = field(default_factory=set)
+    rounded: dict[int, Rounded] = field(default_factory=dict)
 
     def get(self, number: int) -> JobTable:
         if number in self.stale:
@@ -158,6 +163,7 @@ def run_job(job: Job, how: JobOptions = JobOptions()) -> JobRun:
     protected: list[Protected] = []
     pending: dict[Path, str] = {}
     steps: list[Step] = list(job.steps)
+    status: JobStatus
     if not job.suppresses:  # every table, once recoded, before the first write
         notes.append(f"{job.path}: no <SUPPRESS>: every table is protected")
         first = next((i for i, s in enumerate(steps) if isinstance(s, WriteTable)),
@@ -168,21 +174,31 @@ def run_job(job: Job, how: JobOptions = JobOptions()) -> JobRun:
             _recode(state, step)
         elif isinstance(step, AprioriStep):
             _apriori(state, step)
+        elif isinstance(step, Suppress) and step.method == ROUNDING:
+            notes.extend(step.notes)
+            done = _round(state, step, how, start)
+            if not done.found:
+                status = "infeasible" if done.answer.status == "infeasible" else "unknown"
+                return JobRun(job, tuple(state.tables), tuple(protected), (), status,
+                              tuple(notes), time.monotonic() - start,
+                              tuple(state.rounded.values()))
         elif isinstance(step, Suppress):
+            notes.extend(step.notes)
             found = _suppress(state, step, how, start, notes)
             protected += found
             if any(not p.protection.protected for p in found):
                 failed = next(p for p in found if not p.protection.protected)
-                status: JobStatus = ("infeasible" if failed.protection.result.status ==
-                                     "infeasible" else "unknown")
+                status = ("infeasible" if failed.protection.result.status ==
+                          "infeasible" else "unknown")
                 return JobRun(job, tuple(state.tables), tuple(protected), (), status,
-                              tuple(notes), time.monotonic() - start)
+                              tuple(notes), time.monotonic() - start,
+                              tuple(state.rounded.values()))
         else:
             pending.update(_write(state, step, how, protected))
     written = _write_all(pending)
     return JobRun(job, tuple(state.get(n) for n in range(1, len(job.tables) + 1)),
                   tuple(protected), written, "written", tuple(notes),
-                  time.monotonic() - start)
+                  time.monotonic() - start, tuple(state.rounded.values()))
 
 
 def _recode(state: _State, step: Recode) -> None:
@@ -208,6 +224,17 @@ def _apriori(state: _State, step: AprioriStep) -> None:
                              "(an a-priori file comes before <SUPPRESS>)", where=where)
     state.micro.apriori(step)
     state.stale.add(number)
+
+
+def _round(state: _State, step: Suppress, how: JobOptions, start: float) -> Rounded:
+    """Controlled rounding of one table (``runs/job_round.py``), within the job's time."""
+    left = how.options.time_limit
+    if left is not None:
+        left = max(0.001, left - (time.monotonic() - start))
+    done = round_job_table(state.get(step.table), step, state.job.where(step.line), left)
+    state.rounded[step.table] = done
+    state.protected.add(step.table)
+    return done
 
 
 def _groups(state: _State, numbers: Sequence[int]) -> list[list[int]]:
@@ -285,12 +312,15 @@ def _write(state: _State, step: WriteTable, how: JobOptions,
         group = next((p.tables for p in reversed(protected) if step.table in p.tables),
                      (step.table,))
         bounds = _bounds(state, group, step.table, how)
-    return write_texts(jt, step, bounds)
+    rounded = state.rounded.get(step.table)
+    return write_texts(jt, step, bounds,
+                       rounded.answer.rounded if rounded is not None else None)
 
 
-def write_texts(jt: JobTable, step: WriteTable, bounds: Mapping[int, Bounds] | None = None
-                ) -> dict[Path, str]:
-    """The files one ``<WRITETABLE>`` writes of a job's table as it stands (path -> text)."""
+def write_texts(jt: JobTable, step: WriteTable, bounds: Mapping[int, Bounds] | None = None,
+                rounded: Sequence[Fraction] | None = None) -> dict[Path, str]:
+    """The files one ``<WRITETABLE>`` writes of a job's table as it stands (path -> text);
+    ``rounded``: the values it publishes, by cell, where the job rounded it."""
     rules = jt.spec.rules
     # as many largest contributions as tau-Argus keeps: what the rules read
     tops = (rules.individual.tops if rules is not None else
@@ -298,7 +328,7 @@ def write_texts(jt: JobTable, step: WriteTable, bounds: Mapping[int, Bounds] | N
     p_rule = rules is not None and any(isinstance(r, PRule)
                                        for r in rules.individual.magnitude)
     output = Output(jt.table, [jt.status_number(i) for i in range(len(jt.table.cells))],
-                    jt.decimals, tops, p_rule, bounds, jt.hierarchical)
+                    jt.decimals, tops, p_rule, bounds, jt.hierarchical, rounded)
     return texts(output, step.kind, step.options, step.path)
 
 

@@ -10,6 +10,12 @@ The rules follow tau-Argus's own reader (sdcTools/tauargus, ``Metadata.readTable
 - a hierarchical variable's ``.hrc`` gives each code on a line, preceded by the lead string
   once per level below the first (``@ 1`` is code `` 1`` one level below ``Nr``); trailing
   blanks are dropped, leading ones kept; the total is implicit and may not appear.
+- a code appears once. tau-Argus does not check it (libtauargus ``CVariable::SetCodeList``
+  lists the code twice, and a record finds only the first bottom-level copy), so a code
+  repeated, under the same parent or under two, is refused here, naming both lines; so are
+  two codes that differ only in their leading blanks (``1`` and `` 1``), which the ``.tab``
+  reader (codes padded to the variable's length) and the spec route (padding stripped) read
+  as one code.
 - a file named in the ``.rda`` is looked up next to the ``.rda``; tau-Argus (on Windows) finds
   ``"REGION.CDL"`` as ``region.cdl``, so names match without regard to case. A path that
   leaves the ``.rda``'s folder (absolute, or with ``..``) is looked up by its file name there,
@@ -233,16 +239,18 @@ def read_hrc(path: Path, variable: str, total: str, lead: str) -> HrcFile:
     children: dict[str, list[str]] = {total: []}
     stack = [total]  # stack[d] is the latest code at depth d (the total at depth 0)
     lines: dict[str, int] = {}
+    bare: dict[str, str] = {}  # each code without its leading blanks -> the code
     for number, raw in enumerate(read_text(path, "hierarchy file").splitlines(), start=1):
         depth, code = _hrc_line(raw, lead)
         if not code.strip():
             continue
         where = f"{path}:{number}"
-        _check_hrc_code(code, depth, len(stack), total, lines, where)
+        _check_hrc_code(code, depth, len(stack), total, lines, bare, where)
         del stack[depth + 1:]
         children.setdefault(stack[-1], []).append(code)
         stack.append(code)
         lines[code] = number
+        bare[code.lstrip()] = code
     length = max((len(c) for c in lines), default=0)
     return HrcFile({p: tuple(k) for p, k in children.items() if k}, length, lines)
 
@@ -256,7 +264,7 @@ def _hrc_line(raw: str, lead: str) -> tuple[int, str]:
 
 
 def _check_hrc_code(code: str, depth: int, levels: int, total: str,
-                    lines: dict[str, int], where: str) -> None:
+                    lines: dict[str, int], bare: dict[str, str], where: str) -> None:
     if code.strip() == total.strip():
         raise StatreconError(f"{where}: the total code {total!r} may not appear in a "
                              f"hierarchy file (tau-Argus adds it)", where=where)
@@ -266,6 +274,11 @@ def _check_hrc_code(code: str, depth: int, levels: int, total: str,
     if code in lines:
         raise StatreconError(f"{where}: code {show_code(code)} appears twice (also on line "
                              f"{lines[code]})", where=where)
+    other = bare.get(code.lstrip())
+    if other is not None:
+        raise StatreconError(f"{where}: code {code[:40]!r} is {other[:40]!r} of line "
+                             f"{lines[other]} but for its leading blanks: the same code twice",
+                             where=where)
 
 
 def read_codelist(path: Path) -> dict[str, str]:

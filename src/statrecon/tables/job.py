@@ -14,9 +14,14 @@ Commands, in tau-Argus's grammar and order:
   variable is recoded for every table that has it, from its own codes (a second recode of a
   variable replaces the first).
 - ``<SUPPRESS> MOD(1, ...)``: secondary suppression of table 1 (0: every table); ``GH``,
-  ``MOD`` and ``NET`` are done by statrecon's ``fast`` method, ``OPT`` by ``exact``; rounding
-  (``RND``), controlled adjustment (``CTA``) and cell keys (``CKM``) are no suppression and
-  are refused.
+  ``MOD`` and ``NET`` are done by statrecon's ``fast`` method, ``OPT`` by ``exact``; their
+  arguments are checked as tau-Argus reads them (``tables/suppress_args.py``), and those
+  statrecon does not honour are named in a note. ``RND(1, base, ...)`` is controlled
+  rounding of one table (``runs/job_round.py``): a later ``<WRITETABLE>`` writes it rounded
+  (types 1 to 3; tau-Argus refuses 5 for a rounded table, and statrecon 4 too: SBS carries
+  each cell's true frequency). A table is protected once: a second ``<SUPPRESS>`` of a
+  rounded table, or ``RND`` of a suppressed one, is refused. Controlled adjustment (``CTA``)
+  and cell keys (``CKM``) are no suppression and are refused.
 - ``<WRITETABLE> (1, 3, AS+FL+, "out.csv")``: table 1 in output type 1 CSV, 2 CSV for a
   pivot table, 3 code-value, 4 SBS, 5 intermediate (6 JJ and 7 cell key are refused), with
   the options ``AS`` add status, ``SE`` leave out empty cells, ``FL`` names on the first line,
@@ -50,6 +55,7 @@ from statrecon.tables import _rda, asc
 from statrecon.tables.model import CellStatus, Hierarchy, Table, TableSet, check_grid_size
 from statrecon.tables.recode import Recoding, grc_recode, tree_recode, truncate
 from statrecon.tables.safety import SafetyRules, assess, cell_facts, parse_safety_rule
+from statrecon.tables.suppress_args import Rounding, check_arguments
 
 if TYPE_CHECKING:
     from statrecon.tables.rules import RuleColumns, TableSpec
@@ -58,8 +64,9 @@ OUTPUT_TYPES = {1: "CSV", 2: "CSV for pivot table", 3: "code-value", 4: "SBS",
                 5: "intermediate", 6: "JJ", 7: "cell key"}
 WRITE_OPTIONS = ("AS", "SE", "FL", "QU", "HL", "SO", "AR", "HI", "TR", "AO", "AD", "AC")
 METHODS = {"GH": "fast", "MOD": "fast", "NET": "fast", "OPT": "exact"}
-NOT_SUPPRESSION = {"RND": "rounding", "CTA": "controlled tabular adjustment",
-                   "CKM": "the cell key method"}
+ROUNDING = "RND"  # controlled rounding, the other <SUPPRESS> statrecon carries out
+NOT_SUPPRESSION = {"CTA": "controlled tabular adjustment", "CKM": "the cell key method"}
+ROUNDED_OUTPUTS = (1, 2, 3)  # <WRITETABLE> types of a rounded table
 _LEFT_ASIDE = ("<SOLVER>", "<LOGBOOK>", "<VERSIONINFO>", "<ANCO>", "<JJ>", "<COMMENT>",
                "<SILENT>")
 _COMMAND = re.compile(r"\s*(<[A-Za-z]+>)(.*)")
@@ -83,10 +90,15 @@ class Specified:
 
 @dataclass(frozen=True)
 class Suppress:
+    """One ``<SUPPRESS>``: its arguments as written and checked, ``RND``'s read
+    (``rounding``), and a note for each argument statrecon does not honour."""
+
     line: int
-    method: str  # tau-Argus's name (GH, MOD, OPT, NET)
+    method: str  # tau-Argus's name (GH, MOD, OPT, NET, RND)
     table: int  # 1-based; 0: every table, linked
     arguments: tuple[str, ...] = ()
+    rounding: Rounding | None = None
+    notes: tuple[str, ...] = ()
 
     @property
     def statrecon_method(self) -> str:
@@ -181,6 +193,8 @@ class _Parser:
     tables: list[Specified] = field(default_factory=list)
     steps: list[Step] = field(default_factory=list)
     aside: list[str] = field(default_factory=list)
+    rounded: dict[int, int] = field(default_factory=dict)  # table -> line of its RND
+    suppressed: dict[int, int] = field(default_factory=dict)  # table -> line of <SUPPRESS>
 
     def parse(self) -> Job:
         for number, raw in enumerate(_rda.read_text(self.path, "batch file").splitlines(),
@@ -204,7 +218,8 @@ class _Parser:
             self.specify(word, rest, number, where)
         elif word == "<SUPPRESS>":
             self.expect((4,), word, where)
-            self.steps.append(_suppress(rest, number, where, len(self.tables)))
+            self.steps.append(self.suppress(_suppress(rest, number, where,
+                                                      len(self.tables)), where))
         elif word == "<WRITETABLE>":
             self.steps.append(self.write(rest, number, where))
         elif word == "<RECODE>":
@@ -269,9 +284,30 @@ class _Parser:
         self.data = _rda.resolve(self.path, name, what, where)
         self.status = 1
 
+    def suppress(self, step: Suppress, where: str) -> Suppress:
+        """A table is protected once: rounding and suppression of one table refused."""
+        numbers = [step.table] if step.table else list(range(1, len(self.tables) + 1))
+        rounding = step.method == ROUNDING
+        for n in numbers:
+            other = self.rounded.get(n) or (self.suppressed.get(n) if rounding else None)
+            if other is not None:
+                raise StatreconError(f"{where}: <SUPPRESS> of table {n}, which line {other} "
+                                     "already protected (tau-Argus would undo that first); "
+                                     "give one <SUPPRESS> per table when rounding",
+                                     where=where)
+            (self.rounded if rounding else self.suppressed).setdefault(n, step.line)
+        return step
+
     def write(self, rest: str, number: int, where: str) -> WriteTable:
         table, kind, options, name = _write_arguments(rest, where)
         _table_number(table, len(self.tables), where, "<WRITETABLE>", zero=False)
+        if table in self.rounded and kind not in ROUNDED_OUTPUTS:
+            why = ("tau-Argus refuses it for a rounded table" if kind == 5 else
+                   "it carries each cell's true frequency")
+            raise StatreconError(f"{where}: <WRITETABLE> output type {kind} "
+                                 f"({OUTPUT_TYPES[kind]}) of table {table}, rounded on line "
+                                 f"{self.rounded[table]}: {why}; write type 1, 2 or 3",
+                                 where=where)
         folder = self.output_folder or (self.path.parent if str(self.path.parent) else
                                         Path("."))
         file_name = PureWindowsPath(name).name
@@ -363,15 +399,17 @@ def _suppress(rest: str, line: int, where: str, tables: int) -> Suppress:
     method = m.group(1).upper()
     if method in NOT_SUPPRESSION:
         raise StatreconError(f"{where}: <SUPPRESS> {method} is {NOT_SUPPRESSION[method]}, not "
-                             "cell suppression: statrecon suppresses cells and proves them "
-                             "protected (GH, MOD, NET, OPT)", where=where)
-    if method not in METHODS:
+                             "cell suppression or rounding: statrecon suppresses cells and "
+                             "proves them protected (GH, MOD, NET, OPT), or rounds (RND)",
+                             where=where)
+    if method not in METHODS and method != ROUNDING:
         raise StatreconError(f"{where}: <SUPPRESS> {method}: unknown method (GH, MOD, OPT, "
-                             "NET)", where=where)
+                             "NET, RND)", where=where)
     arguments = tuple(a.strip() for a in m.group(2).split(","))
     table = _number(arguments[0], where, "<SUPPRESS>'s table")
     _table_number(table, tables, where, "<SUPPRESS>", zero=method in ("GH", "MOD"))
-    return Suppress(line, method, table, arguments[1:])
+    checked = check_arguments(method, table, arguments[1:], where)
+    return Suppress(line, method, table, arguments[1:], checked.rounding, checked.notes)
 
 
 def _number(text: str, where: str, what: str) -> int:

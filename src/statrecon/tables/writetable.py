@@ -18,6 +18,9 @@
    beside it; ``AR+`` adds the audit's interval of every suppressed cell (its ends, width,
    and as percentages of the value), here with two more columns: the integer interval.
 
+A table a job rounded (``<SUPPRESS> RND``) publishes every cell's rounded value in types 1
+to 3 (its working files the true values); types 4 and 5 of it are refused by the job.
+
 What an agency publishes never carries the true value of a suppressed cell. Types 1, 2 and 3
 without ``AS+`` are publications, written where the job says. Types 2 and 3 with ``AS+``, 4
 and 5 carry true values (and 4 and 5 contributions and intervals): they are *working files*,
@@ -60,6 +63,7 @@ class Output:
     p_rule: bool = False
     bounds: Mapping[int, Bounds] | None = None
     hierarchical: frozenset[str] | None = None  # None: those with subtotals
+    rounded: Sequence[Fraction] | None = None  # a rounded table's published values, by cell
 
 
 def working_path(path: Path) -> Path:
@@ -118,6 +122,8 @@ def _value(output: Output, i: int, show: bool) -> str:
     cell = output.table.cells[i]
     if cell.status is CellStatus.EMPTY:
         return "-"
+    if output.rounded is not None and not show:  # a rounded table publishes every cell
+        return fixed(output.rounded[i], output.decimals)
     if cell.status.suppressed and not show:
         return "x"
     return fixed(cell.value, output.decimals)

@@ -142,19 +142,24 @@ def _sum(up: dict[int, Any], terms: list[tuple[int, int]]) -> Any:
 
 
 def controlled_round(problem: RoundingProblem, time_limit: float | None = None,
-                     seed: int = 0, workers: int = 1) -> ControlledRounding:
+                     seed: int = 0, workers: int = 1, first: bool = False
+                     ) -> ControlledRounding:
     """The controlled rounding of ``problem`` with the least total change (module
     docstring), within ``time_limit`` seconds (None: no limit), on ``workers`` CP-SAT search
     workers (one: the same rounding on every run; several, CP-SAT's portfolio with its
     feasibility-jump and local-search workers: a rounding of a large three-way table where
     one worker finds none, the least change the same when proven). The core of an
-    infeasible problem is found on one worker (CP-SAT's assumptions)."""
+    infeasible problem is found on one worker (CP-SAT's assumptions). ``first``: stop at
+    the first rounding found (tau-Argus's stopping rule "first feasible"): ``feasible``
+    unless CP-SAT proved it the least change already."""
     start = time.perf_counter()
     deadline = Deadline.after(time_limit)
     s = _scaled(problem)
     rows = _rows(problem, s)
     model, up, _ = _model(rows, s, assume=False)
     solver = new_solver(left=deadline.left(), seed=seed, workers=workers)
+    if first:
+        solver.parameters.stop_after_first_solution = True
     status = solver.solve(model)
     if found(status):
         rounded = _rounded(problem, s, {j: solver.value(up[j]) for j in s.free})
