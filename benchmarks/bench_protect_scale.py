@@ -183,6 +183,63 @@ def _summary(label: str, got: dict[str, Any]) -> str:
             + (f"\n    note: {got['note']}" if got["note"] else ""))
 
 
+# ------------------------------------------------------------------- the command, as a job
+
+WIDTHS = {"district": 5, "division": 4, "size": 2, "legal": 2}
+
+
+def write_job(micro: pd.DataFrame, directory: Path) -> Path:
+    """The microdata as a tau-Argus job: a fixed-width ``scale.asc``, its ``scale.rda`` (the
+    district and the activity hierarchical by .hrc files), and ``scale.arb`` specifying both
+    tables with tau-Argus's rules and ``<SUPPRESS> MOD(0)`` (every table, linked)."""
+    width = len(str(int(micro["turnover"].max())))
+    fields = [micro[v].str.pad(w, side="left") for v, w in WIDTHS.items()]
+    fields.append(micro["turnover"].astype(str).str.pad(width, side="left"))
+    lines = fields[0]
+    for f in fields[1:]:
+        lines = lines + f
+    (directory / "scale.asc").write_text("\n".join(lines) + "\n")
+    rda, start = [], 1
+    for v, w in WIDTHS.items():
+        rda += [f"{v} {start} {w}", "  <RECODEABLE>"]
+        if v in CUTS:
+            _write_hrc(directory / f"{v}.hrc", list(micro[v].unique()), CUTS[v])
+            rda += ["  <HIERARCHICAL>", f'  <HIERCODELIST> "{v}.hrc"',
+                    '  <HIERLEADSTRING> "@"']
+        start += w
+    rda += [f"turnover {start} {width}", "  <NUMERIC>"]
+    (directory / "scale.rda").write_text("\n".join(rda) + "\n")
+    arb = ['<OPENMICRODATA> "scale.asc"', '<OPENMETADATA> "scale.rda"']
+    for third in THIRD.values():
+        arb += [f'<SPECIFYTABLE> "district""division""{third}"|"turnover"||',
+                f"<SAFETYRULE> {TAU_RULES}"]
+    arb += ["<READMICRODATA>", "<SUPPRESS> MOD(0)"]
+    (directory / "scale.arb").write_text("\n".join(arb) + "\n")
+    return directory / "scale.arb"
+
+
+def run_job(micro: pd.DataFrame, time_limit: float) -> None:
+    """``statrecon tables protect scale.arb`` as a user runs it (a child process: reading
+    the microdata, building the tables, protecting, auditing and writing all counted)."""
+    with tempfile.TemporaryDirectory(prefix="scale_job_") as tmp:
+        arb = write_job(micro, Path(tmp))
+        size = (Path(tmp) / "scale.asc").stat().st_size
+        (Path(tmp) / "out").mkdir()
+        cmd = [str(Path(sys.executable).with_name("statrecon")), "tables", "protect",
+               str(arb), "--time-limit", f"{time_limit:g}", "--out",
+               str(Path(tmp) / "out" / "protected.arb")]
+        start = time.perf_counter()
+        got = subprocess.run(cmd, capture_output=True, text=True, check=False,
+                             timeout=time_limit * 3 + 600)
+        seconds = time.perf_counter() - start
+    print(f"statrecon tables protect scale.arb (a tau-Argus job: {size / 1e6:.0f} MB of "
+          f"fixed-width microdata, rules {TAU_RULES} with their protection levels, "
+          f"<SUPPRESS> MOD(0)): exit {got.returncode} in {seconds:.1f} s")
+    for line in (got.stdout.strip().splitlines() + got.stderr.strip().splitlines())[-12:]:
+        if line.strip() and "\r" not in line:
+            print(f"    {line.rstrip()}")
+
+
 # ------------------------------------------------------------------------------ tau-Argus
 
 def _write_hrc(path: Path, codes: list[str], cut: int) -> str:
@@ -315,6 +372,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="seconds for each table's MOD")
     parser.add_argument("--audit-time-limit", type=float, default=600.0,
                         help="seconds for statrecon's audit of MOD's pattern")
+    parser.add_argument("--job", action="store_true",
+                        help="also run `statrecon tables protect` on the data as a tau-Argus "
+                             "job (microdata, .rda, .hrc, .arb with tau-Argus's rules)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--tau-child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -349,6 +409,8 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(_summary(f"statrecon fast (--time-limit {args.time_limit:g})",
                        run_statrecon(ts, args.time_limit)))
+    if args.job:
+        run_job(micro, args.time_limit)
     if args.tau_argus:
         run_tau(micro, ts, args)
     return 0
