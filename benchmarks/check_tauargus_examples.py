@@ -44,6 +44,28 @@ primary cell proven protected under the integer audit before anything is written
 seconds of statrecon's job. tau-Argus's status numbers (CellStatus.java): 1 safe, 2 safe
 (manual), 3-9 primary (rule, request, frequency, zero, singleton, manual), 10 protected,
 11-12 secondary, 13-14 empty.
+
+With ``--side-by-side`` (needs ``--tauargus`` and pytauargus, driven by
+``benchmarks/peers/tauargus.py``) the script instead sets statrecon beside tau-Argus on three
+one-table cases, the same microdata and rules for both: Simple2D (Size x Region of Var2,
+``P(15,1)``, ``tau_testW.asc``), scenario 2 (act x product of turnover) and scenario 3's
+second table alone (act x region), both with the scenarios' rules on
+``example_enterprise.asc``; cost the response (lambda 1) for both. statrecon: the job runner
+with ``JobOptions(method="fast"|"exact", options=ProtectOptions(time_limit=...))`` (fast 60 s,
+exact ``--exact-time-limit``); pytauargus: ``MOD(1,5,1,1,1)`` (the GUI tests' settings) and
+``OPT(1,--opt-minutes)``. Per pattern: cells, primary + secondary cells, the response summed
+over the suppressed cells, the seconds of the suppression alone (statrecon's
+``ProtectResult.elapsed_s``, pytauargus's ``suppress`` call), the method's status (statrecon's
+``optimal`` only when proven; OPT's objective values as its log gives them), and the other
+tool's audit: statrecon's integer audit (nonnegative a-priori bounds, statrecon's protection
+levels) of tau-Argus's pattern, tau-Argus's own audit (``audit(table, None)``, a-priori box
+[smallest, largest cell], tau-Argus's protection levels) of statrecon's pattern, given to
+pytauargus as an a-priori file marking statrecon's secondary cells ``M``; tau-Argus's audit
+of its own patterns in the notes. The primary cells are compared: pytauargus 0.6.0 makes the
+cells of a missing code (``MIS(1)``: missing = safe) primary where tau-Argus 4.1 (its GUI
+outputs above) and statrecon do not; those are given to pytauargus as safe (``S``) in the
+same a-priori file, and the notes say so. The ``.rda``'s Windows paths of its hierarchies are
+read by their last part (in the temporary copy) for pytauargus.
 """
 
 from __future__ import annotations
@@ -66,7 +88,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from statrecon.runs.job import JobRun
+    from statrecon.tables import TableSet
+    from statrecon.tables.model import Key
 
 SKIP = ("check_tauargus_examples: skipped (no snapshot given: --checktauargus DIR, a snapshot of "
         "sdcTools/checkTauArgus)")
@@ -352,10 +378,6 @@ def _audit_theirs(result: Result, run: JobRun, theirs: Sequence[list[Row]],
                   limit: float) -> None:
     """tau-Argus's pattern on statrecon's tables: its suppressed cells suppressed, the rest
     published; each of statrecon's primary cells that tau-Argus suppresses audited."""
-    from statrecon.engines.intervals import AuditOptions, audit, prepare, problem_from_tables
-    from statrecon.tables import CellStatus
-    from statrecon.tables.model import Key
-
     tables = run.linked()
     key_of: list[dict[Codes, Key]] = []
     for table in tables.tables:
@@ -371,6 +393,32 @@ def _audit_theirs(result: Result, run: JobRun, theirs: Sequence[list[Row]],
                 suppressed.add(key)
                 if _primary(row.status):
                     their_primary.add(key)
+    start = time.perf_counter()
+    verdicts, _short, audited, ours_primary = integer_audit(tables, suppressed, limit)
+    result.primary = (f"{len(their_primary)} / {len(ours_primary)} "
+                      f"({len(their_primary & ours_primary)} same)")
+    result.theirs = str(len(suppressed))
+    protected = verdicts.get("protected", 0)
+    result.audit = f"{protected}/{audited} protected"
+    others = ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items()) if v != "protected")
+    if others:
+        result.audit += f" ({others})"
+    if audited < len(ours_primary):
+        result.notes.append(f"{len(ours_primary) - audited} of statrecon's primary cells "
+                            "are published in tau-Argus's pattern")
+    result.notes.append(f"audit of tau-Argus's pattern: {time.perf_counter() - start:.1f} s")
+
+
+def integer_audit(tables: TableSet, suppressed: set[Key], limit: float
+                  ) -> tuple[Counter[str], list[Key], int, set[Key]]:
+    """statrecon's integer audit (a-priori bounds nonnegative, statrecon's protection levels)
+    of the pattern ``suppressed`` (keys) on ``tables``: the cells in it suppressed, the rest
+    published; each of statrecon's primary cells in it audited (``limit`` seconds a cell).
+    Returns the verdicts, the cells not proven protected, how many cells were audited and
+    statrecon's primary cells."""
+    from statrecon.engines.intervals import AuditOptions, audit, prepare, problem_from_tables
+    from statrecon.tables import CellStatus
+
     statuses = {}
     audited = []
     for key, cell in zip(tables.keys(), tables.cells(), strict=True):
@@ -379,7 +427,7 @@ def _audit_theirs(result: Result, run: JobRun, theirs: Sequence[list[Row]],
             if hidden:
                 audited.append(key)
             else:
-                statuses[key] = CellStatus.SAFE  # published by tau-Argus
+                statuses[key] = CellStatus.SAFE  # published by the pattern
         elif cell.status is CellStatus.SECONDARY and not hidden:
             statuses[key] = CellStatus.SAFE
         elif hidden and cell.status is not CellStatus.SECONDARY:
@@ -387,23 +435,11 @@ def _audit_theirs(result: Result, run: JobRun, theirs: Sequence[list[Row]],
     pattern = tables.with_statuses(statuses)
     ours_primary = {k for k, c in zip(tables.keys(), tables.cells(), strict=True)
                     if c.status is CellStatus.PRIMARY}
-    result.primary = (f"{len(their_primary)} / {len(ours_primary)} "
-                      f"({len(their_primary & ours_primary)} same)")
-    result.theirs = str(len(suppressed))
     prepared = prepare(problem_from_tables(pattern, "nonnegative"))
     columns = [pattern.column(k) for k in audited]
-    start = time.perf_counter()
     done = audit(prepared, columns, AuditOptions(time_limit=limit))
-    verdicts = Counter(a.verdict for a in done.cells)
-    protected = verdicts.get("protected", 0)
-    result.audit = f"{protected}/{len(audited)} protected"
-    others = ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items()) if v != "protected")
-    if others:
-        result.audit += f" ({others})"
-    if len(audited) < len(ours_primary):
-        result.notes.append(f"{len(ours_primary) - len(audited)} of statrecon's primary cells "
-                            "are published in tau-Argus's pattern")
-    result.notes.append(f"audit of tau-Argus's pattern: {time.perf_counter() - start:.1f} s")
+    short = [k for k, a in zip(audited, done.cells, strict=True) if a.verdict != "protected"]
+    return Counter(a.verdict for a in done.cells), short, len(audited), ours_primary
 
 
 # ------------------------------------------------------------------------ building the cases
@@ -538,6 +574,281 @@ def build_cases(check: Snapshot, tau: Snapshot | None, root: Path) -> list[Case]
     return cases
 
 
+# ----------------------------------------------------------------------- side by side
+
+SIDE_REGION = f"""// scenario 3's second table alone: act x region of turnover, modular
+{HEAD}<SPECIFYTABLE> "act""region"|"turnover"||"turnover",1
+<SAFETYRULE> {RULES}
+<READMICRODATA>
+<SUPPRESS> MOD(1,5,1,1,1)
+<WRITETABLE> (1, 3, AS+QU+, "act_region.txt")
+"""
+# (name, the case whose inputs it uses, batch text, explanatory, response, rules)
+SIDE_CASES = (
+    ("Simple2D", "Simple2D", SIMPLE2D, ("Size", "Region"), "Var2", "P(15,1)"),
+    ("scenario2", "scenario2", SCENARIO2, ("act", "product"), "turnover", RULES),
+    ("act x region", "scenario3", SIDE_REGION, ("act", "region"), "turnover", RULES),
+)
+TAU_MOD = "MOD(1,5,1,1,1)"  # the GUI tests' modular settings (singleton checks on)
+
+
+@dataclass
+class Pattern:
+    """One tool's pattern on one table."""
+
+    tool: str
+    cells: int
+    primary: set[Codes]
+    suppressed: set[Codes]
+    value: Decimal
+    seconds: float
+    status: str
+    audit: str = ""
+
+
+def _rda_paths_local(folder: Path) -> str | None:
+    """Each ``<HIERCODELIST>`` of the ``.rda`` files in ``folder`` named by its last part
+    (``example_enterprise.rda`` names them by Windows paths, which pytauargus does not find;
+    statrecon looks such a name up by its last part anyway): the copy in the temporary
+    folder is changed, never the snapshot."""
+    changed = 0
+    for rda in folder.glob("*.rda"):
+        text = rda.read_text(encoding="latin-1")
+        new, n = re.subn(r'(<HIERCODELIST>\s*)"?[^"\n]*[\\/]([^\\/"\n]+?)"?\s*$',
+                         r'\1"\2"', text, flags=re.MULTILINE)
+        if n:
+            rda.write_text(new, encoding="latin-1")
+            changed += n
+    return (f"{changed} <HIERCODELIST> paths of the .rda read by their last part (for "
+            "pytauargus)") if changed else None
+
+
+def _statrecon(arb: Path, method: str, limit: float) -> tuple[JobRun, Pattern]:
+    """statrecon's job runner with ``method`` (``fast``/``exact``), the job's own cost
+    function, ``ProtectOptions(time_limit=limit)``."""
+    from statrecon.engines.suppression import ProtectOptions
+    from statrecon.runs.job import JobOptions, run_job
+    from statrecon.tables import CellStatus
+    from statrecon.tables.job import read_job
+
+    job = read_job(arb)
+    run = run_job(job, JobOptions(options=ProtectOptions(time_limit=limit), method=method))
+    tables = run.linked()
+    primary, suppressed, value = set(), set(), Decimal(0)
+    for cell in tables.cells():
+        codes = tuple(code.strip() for _, code in cell.codes)
+        if cell.status is CellStatus.PRIMARY:
+            primary.add(codes)
+        if cell.status.suppressed:
+            suppressed.add(codes)
+            value += Decimal(cell.value.numerator) / Decimal(cell.value.denominator)
+    done = run.protected[0].protection.result if run.protected else None
+    status = run.status if done is None else done.status
+    seconds = done.elapsed_s if done is not None else 0.0
+    return run, Pattern(f"statrecon {method}", len(tables.keys()), primary, suppressed,
+                        value, seconds, status)
+
+
+def _tau_table(folder: Path, explanatory: Sequence[str], response: str, rules: str,
+               apriori: Path | None = None) -> object:
+    import tauargus as peer  # benchmarks/peers, put on the path by side_by_side
+
+    @dataclass(frozen=True)
+    class WithApriori(peer.TauTable):  # type: ignore[misc, name-defined]
+        """A table read with an ``<APRIORI>`` file (statuses ``M`` and ``U``) after it."""
+
+        apriori: Path | None = None
+
+        def batch_text(self, suppress: str | None = None) -> str:
+            text = super().batch_text(suppress)
+            if self.apriori is None:
+                return text
+            return text.replace("<READMICRODATA>\n", "<READMICRODATA>\n"
+                                f'<APRIORI> "{self.apriori}",1,",",0,0\n')
+
+    asc = next(folder.glob("*.asc"))
+    rda = next(p for p in folder.glob("*.rda") if p.stem.lower() == asc.stem.lower()
+               or p.name == "Tau_TestW.rda")
+    return WithApriori(tab=asc, rda=rda, explanatory=tuple(explanatory), response=response,
+                       cost=response, safety_rules=(rules,), microdata=True, apriori=apriori)
+
+
+def _codes(cells: pd.DataFrame, explanatory: Sequence[str]) -> list[Codes]:
+    return [tuple(str(c) for c in row) for row in
+            cells[list(explanatory)].itertuples(index=False, name=None)]
+
+
+def _tau(table: object, command: str, explanatory: Sequence[str]) -> Pattern:
+    import tauargus as peer  # as _tau_table
+
+    done = peer.suppress(table, command)
+    cells = done.cells
+    codes = _codes(cells, explanatory)
+    status = cells["status"].tolist()
+    value = sum((Decimal(repr(v)) for v, s in zip(cells["value"], status, strict=True)
+                 if s in ("U", "M")), Decimal(0))
+    end = ""
+    log = done.logs.get("FullJJ.log", "")
+    found = re.findall(r"Objectvalues:\s*(\S+)\s+and\s+(\S+)", log)
+    if command.startswith("OPT"):
+        limit = re.search(r"MAX_TIME \(secs\)\s*=\s*(\S+)", log)
+        end = ("log: objective values " + " and ".join(found[-1]) if found
+               else "no objective in its log")
+        if limit:
+            end += f", MAX_TIME {float(limit.group(1)):.0f} s"
+    return Pattern(f"tau-Argus {command}", len(cells),
+                   {c for c, s in zip(codes, status, strict=True) if s == "U"},
+                   {c for c, s in zip(codes, status, strict=True) if s in ("U", "M")},
+                   value.quantize(Decimal("0.01")), done.seconds, end)
+
+
+def _apriori(path: Path, plain: pd.DataFrame, explanatory: Sequence[str],
+             letters: dict[Codes, str]) -> Path:
+    """An a-priori file giving each cell of ``letters`` its status letter (``S`` safe,
+    ``M`` secondary), a total's code left blank as tau-Argus's reader takes it."""
+    totals = [plain[v].iloc[0] for v in explanatory]  # totals first in the engine's order
+    lines = [",".join(["" if code == total else code
+                       for code, total in zip(c, totals, strict=True)]) + f",{letter}"
+             for c, letter in sorted(letters.items())]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _tau_audit(folder: Path, spec: tuple, pattern: Pattern, name: str,
+               safe: set[Codes]) -> str:
+    """tau-Argus's audit (pytauargus's port of intervalle.exe, a-priori box [smallest,
+    largest cell]) of ``pattern``: the table read again with an a-priori file that marks
+    each of its cells that tau-Argus's rules leave safe ``M`` (secondary), and the cells of
+    ``safe`` that it publishes ``S``; the primary cells audited against tau-Argus's
+    protection levels."""
+    import tauargus as peer  # as _tau_table
+
+    _, _, _, explanatory, response, rules = spec
+    plain = peer.read(_tau_table(folder, explanatory, response, rules))
+    letters = {c: "S" for c in safe - pattern.suppressed}
+    for c, status in zip(_codes(plain, explanatory), plain["status"], strict=True):
+        if c in pattern.suppressed and (status not in ("U", "E") or c in safe):
+            letters[c] = "M"
+    apriori = _apriori(folder / f"audit_{pattern.tool.split()[-1]}.hst", plain, explanatory,
+                       letters)
+    done = peer.audit(_tau_table(folder, explanatory, response, rules, apriori), None)
+    return _tau_verdicts(done.cells, explanatory, pattern.suppressed, done.seconds)
+
+
+def _tau_verdicts(cells: pd.DataFrame, explanatory: Sequence[str], suppressed: set[Codes],
+                  seconds: float) -> str:
+    shown = set(_codes(cells[cells["status"].isin(["U", "M"])], explanatory))
+    missing = suppressed - shown
+    primary = cells[cells["status"] == "U"]
+    protected = int(primary["protected"].sum())
+    text = f"{protected}/{len(primary)} protected"
+    text += f" ({len(shown)} cells hidden"
+    if len(primary) > protected:
+        short = set(_codes(primary[~primary["protected"]], explanatory))
+        text += f"; not protected: {_examples(short)}"
+    if missing:
+        text += f"; {len(missing)} of the pattern's cells not hidden"
+    return text + f"), {seconds:.1f} s"
+
+
+def _examples(codes: set[Codes]) -> str:
+    shown = sorted(codes)
+    return ", ".join("/".join(c) for c in shown[:4]) + (", ..." if len(shown) > 4 else "")
+
+
+def side_by_side(check: Snapshot, tau: Snapshot, root: Path, exact_limit: float,
+                 opt_minutes: int, audit_limit: float,
+                 only: Sequence[str] | None = None) -> list[str]:
+    """statrecon fast/exact beside pytauargus MOD/OPT on the tables of ``SIDE_CASES``, each
+    tool's pattern audited by the other: the markdown lines to print."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "peers"))
+    import tauargus as peer  # benchmarks/peers: this repository's driver of pytauargus
+
+    if not peer.available():
+        return ["side by side: pytauargus is not installed (pip install pytauargus): skipped"]
+    cases = {c.name: c for c in build_cases(check, tau, root)}
+    head = ("| table | tool | cells | suppressed: primary + secondary | value suppressed | "
+            "seconds | status | the other tool's audit of its primary cells |")
+    out = [head, "|" + "---|" * 8]
+    notes: list[str] = []
+    for spec in SIDE_CASES:
+        if only and spec[0] not in only:
+            continue
+        name, source, text, explanatory, response, rules = spec
+        print(f"side by side: {name} ...", file=sys.stderr, flush=True)
+        folder = root / f"side_{name.replace(' ', '_')}"
+        shutil.copytree(cases[source].folder, folder)
+        if source != "Simple2D":
+            _nuts_eleven_as_ten(folder)  # statrecon refuses NUTS.hrc as written (see above)
+        note = _rda_paths_local(folder)
+        arb = folder / "side.arb"
+        arb.write_text(text)
+        ours = []
+        for method, limit in (("fast", 60.0), ("exact", exact_limit)):
+            run, pattern = _statrecon(arb, method, limit)
+            ours.append((run, pattern))
+        mine = ours[0][1].primary
+        plain = peer.read(_tau_table(folder, explanatory, response, rules))
+        their = {c for c, st in zip(_codes(plain, explanatory), plain["status"], strict=True)
+                 if st == "U"}
+        safe = their - mine  # pytauargus's primary cells that statrecon and tau-Argus leave
+        aligned = None
+        if safe:
+            aligned = _apriori(folder / "aligned.hst", plain, explanatory,
+                               dict.fromkeys(safe, "S"))
+            notes.append(f"{name}: pytauargus's rules make {len(their)} primary cells, "
+                         f"statrecon's {len(mine)} ({len(their & mine)} the same); the "
+                         f"{len(safe)} more ({_examples(safe)}) given to pytauargus as safe "
+                         "(S) in an a-priori file, for both tools to start from the same "
+                         "primary cells")
+        if mine - their:
+            notes.append(f"{name}: {len(mine - their)} of statrecon's primary cells are not "
+                         f"pytauargus's ({_examples(mine - their)}): NOT aligned")
+        theirs = []
+        for command in (TAU_MOD, f"OPT(1,{opt_minutes})"):
+            table = _tau_table(folder, explanatory, response, rules, aligned)
+            theirs.append(_tau(table, command, explanatory))
+            own = peer.audit(table, command)
+            notes.append(f"{name}: tau-Argus's own audit of its {command} pattern: "
+                         + _tau_verdicts(own.cells, explanatory, theirs[-1].suppressed,
+                                         own.seconds))
+        run = ours[0][0]
+        tables = run.linked()
+        key_of = {tuple(code.strip() for _, code in cell.codes): tables.tables[0].key(cell)
+                  for cell in tables.tables[0].cells}
+        for pattern in theirs:
+            start = time.perf_counter()
+            keys = {key_of[c] for c in pattern.suppressed if c in key_of}
+            verdicts, short, audited, primary = integer_audit(tables, keys, audit_limit)
+            parts = [f"{n} {v}" for v, n in sorted(verdicts.items())]
+            left = len(primary) - audited
+            codes = {k: c for c, k in key_of.items()}
+            pattern.audit = (f"statrecon: {', '.join(parts) or 'nothing audited'} of "
+                             f"{audited} ({len(keys)} cells hidden"
+                             + (f", {left} of statrecon's primary published" if left else "")
+                             + (f"; not protected: {_examples({codes[k] for k in short})}"
+                                if short else "")
+                             + f"), {time.perf_counter() - start:.1f} s")
+        for _, pattern in ours:
+            pattern.audit = "tau-Argus: " + _tau_audit(folder, spec, pattern, name, safe)
+        first = ours[0][1].primary
+        same = all(p.primary == first for p in [*(o[1] for o in ours), *theirs])
+        if same:
+            notes.append(f"{name}: the same {len(first)} primary cells in every pattern")
+        else:
+            notes.append(f"{name}: primary cells DIFFER: statrecon {len(first)}, tau-Argus "
+                         f"{len(theirs[0].primary)}, {len(first & theirs[0].primary)} the "
+                         "same")
+        if note:
+            notes.append(f"{name}: {note}")
+        for pattern in [*(o[1] for o in ours), *theirs]:
+            secondary = len(pattern.suppressed) - len(pattern.primary)
+            out.append(f"| {name} | {pattern.tool} | {pattern.cells} | "
+                       f"{len(pattern.primary)} + {secondary} | {pattern.value:,.2f} | "
+                       f"{pattern.seconds:.1f} | {pattern.status} | {pattern.audit} |")
+    return [*out, "", *(f"- {n}" for n in notes)]
+
+
 COLUMNS = ("case", "tau-Argus cells", "same value", "primary: tau-Argus / statrecon",
            "tau-Argus suppressed", "its primary cells under statrecon's integer audit",
            "statrecon: primary + secondary", "statrecon s")
@@ -566,12 +877,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--only", nargs="+", help="run these cases only")
     parser.add_argument("--audit-time-limit", type=float, default=10.0,
                         help="seconds per cell of the audit of tau-Argus's pattern")
+    parser.add_argument("--side-by-side", action="store_true",
+                        help="instead: statrecon fast/exact beside pytauargus MOD/OPT on "
+                        "three tables, each audited by the other tool (needs --tauargus)")
+    parser.add_argument("--exact-time-limit", type=float, default=60.0,
+                        help="seconds of statrecon's exact method (side by side)")
+    parser.add_argument("--opt-minutes", type=int, default=1,
+                        help="tau-Argus OPT's time limit in minutes (side by side)")
     args = parser.parse_args(argv)
     if args.checktauargus is None:
         print(SKIP)
         return 0
     check = Snapshot(args.checktauargus)
     tau = Snapshot(args.tauargus) if args.tauargus is not None else None
+    if args.side_by_side:
+        if tau is None:
+            raise SystemExit("check_tauargus_examples: --side-by-side needs --tauargus")
+        with tempfile.TemporaryDirectory(prefix="check_tauargus_") as tmp:
+            lines = side_by_side(check, tau, Path(tmp), args.exact_time_limit,
+                                 args.opt_minutes, args.audit_time_limit, args.only)
+        print("\n".join(lines))
+        return 0
     with tempfile.TemporaryDirectory(prefix="check_tauargus_") as tmp:
         cases = build_cases(check, tau, Path(tmp))
         if args.only:
