@@ -13,6 +13,7 @@ import duckdb
 import pyarrow as pa
 
 from statrecon.census.persons.cells import MEDIAN_SCALE, RACES, Sf1Cell
+from statrecon.errors import StatreconError
 
 
 def _cells_table(cells: tuple[Sf1Cell, ...]) -> pa.Table:
@@ -32,14 +33,24 @@ def _cells_table(cells: tuple[Sf1Cell, ...]) -> pa.Table:
     return pa.table(columns)
 
 
-def tabulate_cells(con: duckdb.DuckDBPyConnection, cells: tuple[Sf1Cell, ...]) -> pa.Table:
+KEY_COLUMN = "record_key"  # the persons' column ``tabulate_cells(keyed=True)`` sums
+
+
+def tabulate_cells(con: duckdb.DuckDBPyConnection, cells: tuple[Sf1Cell, ...],
+                   keyed: bool = False) -> pa.Table:
     """The long table (level, geoid, table, cell, value) over the ``persons`` table in ``con``.
 
     Every cell of every populated geography is present, zeros included: published zeros are
     what prunes the reconstruction. Rows are ordered by level, geoid and cell file order.
+    ``keyed``: each value is the sum of the persons' whole-number ``record_key`` column
+    (BIGINT) instead of their count, by the same join: cell key perturbation's key sums, so
+    a cell's key sum and its count come from one definition of who is in it.
     """
     all_cells = cells
     medians = [c for c in cells if c.is_median]
+    if keyed and medians:
+        raise StatreconError("a median cell has no key sum: tabulate its keys without P13")
+    weight, kind = ((f"sum({KEY_COLUMN})", "BIGINT") if keyed else ("count(*)", "INTEGER"))
     cells = tuple(c for c in cells if not c.is_median)
     con.register("cell_defs", _cells_table(cells))
     flags = ", ".join(RACES)
@@ -49,7 +60,7 @@ def tabulate_cells(con: duckdb.DuckDBPyConnection, cells: tuple[Sf1Cell, ...]) -
         counts = con.sql(f"""
             WITH keys AS (
                 SELECT sex, age, {flags}, hispanic, {n_races} AS n_races,
-                       block, tract, count(*) AS n
+                       block, tract, {weight} AS n
                 FROM persons GROUP BY ALL),
             hits AS (
                 SELECT c.level, CASE c.level WHEN 'block' THEN k.block ELSE k.tract END
@@ -65,7 +76,7 @@ def tabulate_cells(con: duckdb.DuckDBPyConnection, cells: tuple[Sf1Cell, ...]) -
                 SELECT DISTINCT 'block' AS level, block AS geoid FROM persons
                 UNION ALL SELECT DISTINCT 'tract', tract FROM persons)
             SELECT g.level, g.geoid, c."table", c.cell,
-                   CAST(coalesce(h.value, 0) AS INTEGER) AS value
+                   CAST(coalesce(h.value, 0) AS {kind}) AS value
             FROM geos g JOIN cell_defs c ON c.level = g.level
             LEFT JOIN hits h ON h.level = g.level AND h.geoid = g.geoid AND h.ci = c.ci
             ORDER BY g.level, g.geoid, c.ci""").to_arrow_table()

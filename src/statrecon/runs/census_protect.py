@@ -1,0 +1,325 @@
+"""The SF1 person tables of a slice published under a protection agencies use (issue 30,
+item 4): cell key perturbation (an ONS-format ptable or an ABS/Destatis one), rounding to a
+base, suppression of small counts, or targeted record swapping; each cell published with the
+hard bounds its published value leaves on the true count.
+
+The bounds are what makes a reconstruction of the release a proof: a perturbed count lies in
+the hull of the counts the ptable can publish as the value seen (``PTable.possible``), a
+rounded one within what the rounding method allows (``tables.rounding.possible``), a
+suppressed one anywhere from 0 up to what its block holds (or, the rule being known, below
+the threshold). No probability enters: the ptable's support and the rounding rule are hard
+limits. Swapping publishes exact tables of the *swapped* persons: their bounds are points,
+true of the swapped file only (``ProtectedCensus.of_truth`` is False), so a reconstruction
+proves facts of the swapped file, not of the persons.
+
+One mechanism of each kind: the ptable is built by ``engines/ckm`` and applied by
+``tables/ckm.perturb``, rounding is ``tables/rounding``'s, swapping ``census/persons/swap``'s;
+counts and key sums come from the one tabulation (``census/persons/tabulate``). Median cells
+(P13) are not counts and are left out.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Literal, cast
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from statrecon.census.persons.cells import RACES, Sf1Cell, select_cells
+from statrecon.census.persons.microdata import BLOCK_COLUMN
+from statrecon.census.persons.release import MAX_VALUE
+from statrecon.census.persons.swap import PersonsSwap, swap_persons, swapped_file
+from statrecon.census.persons.tabulate import KEY_COLUMN, tabulate_cells
+from statrecon.db import hardened
+from statrecon.engines.ckm import PTableParams, build_ptable
+from statrecon.errors import check_choice, check_count, check_option
+from statrecon.tables import ckm, rounding
+
+Method = Literal["ckm-ons", "ckm-abs", "round", "suppress", "swap"]
+METHODS: tuple[Method, ...] = ("ckm-ons", "ckm-abs", "round", "suppress", "swap")
+# what the attacker may be assumed to know, per method; the first is the default: the most
+# for CKM and rounding (the ptable, the method), for suppression nothing of the rule (a
+# suppressed cell unknown, as issue 30 states it; "rule": in 1..threshold - 1)
+KNOWLEDGE: dict[Method, tuple[str, ...]] = {
+    "ckm-ons": ckm.KNOWLEDGE, "ckm-abs": ckm.KNOWLEDGE, "round": rounding.KNOWLEDGE,
+    "suppress": ("nothing", "rule"), "swap": ("swap",)}
+DEFAULT_THRESHOLD: dict[Method, int] = {"ckm-ons": 0, "ckm-abs": 0, "suppress": 3}
+LEVELS = ("block", "tract")
+ROUNDINGS = ("nearest", "random")  # controlled rounding needs the tables' equations
+
+
+@dataclass(frozen=True)
+class CensusProtectOptions:
+    """A protection and its parameters. CKM: the ptable of sdcTools' (``d``, ``v``, ``js``)
+    (``ckm-ons`` in ONS's format: integer record keys 0..255, counts above 750 looked up
+    cyclically), ``threshold`` withholds a published value below it (default 0: none).
+    Rounding: ``base`` and ``rounding`` (nearest or random). Suppression: counts from 1 to
+    ``threshold`` - 1 withheld (default 3; zeros are published). Swapping: ``rate`` of the
+    persons, partners within their tract of the same voting age (``census swap``'s
+    defaults). ``knowledge``: what the attacker knows (``KNOWLEDGE``; None: its first)."""
+
+    method: Method
+    seed: int = 0
+    d: int = 2
+    v: Fraction = Fraction(108, 100)
+    js: int = 1
+    threshold: int | None = None
+    base: int = 5
+    rounding: str = "nearest"
+    rate: float = 0.05
+    knowledge: str | None = None
+
+    def __post_init__(self) -> None:
+        check_choice(self, "method", METHODS)
+        check_count(self, "seed", 0)
+        check_count(self, "base", 2)
+        check_count(self, "threshold", 0, optional=True)
+        check_choice(self, "rounding", ROUNDINGS)
+        check_option(self, "rate", isinstance(self.rate, int | float)
+                     and not isinstance(self.rate, bool) and 0 <= self.rate <= 1,
+                     "a share of the persons in [0, 1]")
+        check_option(self, "knowledge", self.knowledge is None
+                     or self.knowledge in KNOWLEDGE[self.method],
+                     f"one of {', '.join(KNOWLEDGE[self.method])} for {self.method}")
+
+    @property
+    def known(self) -> str:
+        return self.knowledge or KNOWLEDGE[self.method][0]
+
+    @property
+    def cutoff(self) -> int:
+        return DEFAULT_THRESHOLD.get(self.method, 0) if self.threshold is None \
+            else self.threshold
+
+
+@dataclass(frozen=True)
+class BoundedCells:
+    """One level's cells (geographies x cells): the ``published`` value (-1: withheld) and
+    the least and greatest true count it allows."""
+
+    geoids: tuple[str, ...]
+    published: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+
+
+@dataclass(frozen=True)
+class ProtectedCensus:
+    """A protected release: the count cells (definition order) with their bounds per level,
+    what the attacker is assumed to know (``statement``), and whether the bounds hold for
+    the true persons (``of_truth``; swapping: only for the swapped ones)."""
+
+    options: CensusProtectOptions
+    cells: tuple[Sf1Cell, ...]
+    block: BoundedCells
+    tract: BoundedCells
+    statement: str
+    of_truth: bool = True
+
+    @property
+    def block_cells(self) -> tuple[Sf1Cell, ...]:
+        return tuple(c for c in self.cells if c.level == "block")
+
+    def exact_share(self) -> float:
+        """The share of block cells whose published value is their true value as a point."""
+        return float((self.block.lo == self.block.hi).mean()) if self.block.lo.size else 1.0
+
+
+def protect_census(persons: pd.DataFrame, options: CensusProtectOptions,
+                   tables: str = "sf1-persons") -> ProtectedCensus:
+    """Publish the person tables of ``persons`` (a checked persons frame, as
+    ``census/persons/swap.read_persons`` gives: block_geoid, sex, age, the race flags and
+    hispanic as booleans) under ``options``."""
+    cells = tuple(c for c in select_cells(tables) if not c.is_median)
+    if options.method == "swap":
+        plan = PersonsSwap(rate=options.rate, seed=options.seed)
+        swapped = swapped_file(persons, swap_persons(persons, plan))
+        block, tract = _tabulate(swapped, cells)
+        points = [BoundedCells(t.geoids, t.published, t.published, t.published)
+                  for t in (block, tract)]
+        text = (f"targeted record swapping of {options.rate:.1%} of the persons (partners "
+                "of the same voting age within the tract): exact tables of the swapped "
+                "persons, so every bound holds for them, not for the persons themselves")
+        return ProtectedCensus(options, cells, points[0], points[1], text, of_truth=False)
+    if options.method in ("ckm-ons", "ckm-abs"):
+        return _perturbed(persons, cells, options)
+    publish = _rounded if options.method == "round" else _suppressed
+    levels = [publish(true, _total_column(cells, level), options, MAX_VALUE[level])
+              for true, level in zip(_tabulate(persons, cells), LEVELS, strict=True)]
+    return ProtectedCensus(options, cells, levels[0], levels[1], _statement(options))
+
+
+
+def _total_column(cells: tuple[Sf1Cell, ...], level: str) -> int | None:
+    """The column of the level's total cell (every person), or None."""
+    return next((k for k, c in enumerate(c for c in cells if c.level == level)
+                 if c.is_total), None)
+
+
+def _statement(options: CensusProtectOptions) -> str:
+    """What the attacker is assumed to know, in words (every release states it)."""
+    if options.method == "round":
+        return rounding.knowledge_text(_method(options), _round_knows(options), options.base)
+    if options.method == "suppress":
+        t = options.cutoff
+        return (f"counts from 1 to {t - 1} suppressed, zeros published; the attacker knows "
+                + ("the rule: a suppressed count lies in 1.." + str(t - 1) if options.known
+                   == "rule" else "nothing of the rule: a suppressed count lies anywhere "
+                   "from 0 to what its block holds"))
+    return (f"cell key perturbation, {options.method[4:].upper()} format, D = {options.d}, "
+            f"V = {options.v}, js = {options.js}, threshold {options.cutoff}; the attacker "
+            f"knows {ckm.KNOWLEDGE_TEXT[_ckm_knows(options)]}")
+
+
+def _method(options: CensusProtectOptions) -> rounding.Method:
+    return cast(rounding.Method, options.rounding)  # checked against ROUNDINGS
+
+
+def _round_knows(options: CensusProtectOptions) -> rounding.Knowledge:
+    return cast(rounding.Knowledge, options.known)  # checked against KNOWLEDGE["round"]
+
+
+def _ckm_knows(options: CensusProtectOptions) -> ckm.Knowledge:
+    return cast(ckm.Knowledge, options.known)  # checked against KNOWLEDGE["ckm-*"]
+
+
+# ------------------------------------------------------------------------- the tabulation
+
+
+def _persons_table(persons: pd.DataFrame, keys: np.ndarray | None) -> pa.Table:
+    """The ``persons`` table the tabulation reads, from a checked persons frame."""
+    block = persons[BLOCK_COLUMN].astype(str).to_numpy()
+    columns = {"block": block, "tract": np.array([b[:11] for b in block]),
+               "sex": persons["sex"].astype(str).to_numpy(),
+               "age": persons["age"].astype(np.int64).to_numpy(),
+               **{f: persons[f].astype(bool).to_numpy() for f in (*RACES, "hispanic")}}
+    if keys is not None:
+        columns[KEY_COLUMN] = keys.astype(np.int64)
+    return pa.table(columns)
+
+
+def _tabulate(persons: pd.DataFrame, cells: tuple[Sf1Cell, ...],
+              keys: np.ndarray | None = None) -> tuple[BoundedCells, BoundedCells]:
+    """Each level's true counts (or, with ``keys``, key sums) as geographies x cells, in
+    ``published`` (bounds left empty)."""
+    con = hardened({"persons": _persons_table(persons, keys)})
+    try:
+        table = tabulate_cells(con, cells, keyed=keys is not None)
+    finally:
+        con.close()
+    out = []
+    for level in LEVELS:
+        n = sum(c.level == level for c in cells)
+        rows = table.filter(pa.compute.equal(table["level"], level))
+        values = rows["value"].to_numpy().astype(np.int64).reshape(-1, n) if n else \
+            np.zeros((0, 0), dtype=np.int64)
+        geoids = tuple(rows["geoid"].to_pylist()[::n]) if n else ()
+        empty = np.zeros((0, 0), dtype=np.int64)
+        out.append(BoundedCells(geoids, values, empty, empty))
+    return out[0], out[1]
+
+
+# ------------------------------------------------------------------------- the protections
+
+
+def _bounded(true: BoundedCells, publish: Callable[[np.ndarray], np.ndarray],
+             bounds: Callable[[int], tuple[int, int | None]], cap: int) -> BoundedCells:
+    """``true``'s cells published by ``publish`` (values -> values, -1 withheld), each with
+    the bounds ``bounds`` gives its published value (an upper None: ``cap``)."""
+    published = publish(true.published)
+    lo = np.empty_like(published)
+    hi = np.empty_like(published)
+    for value in np.unique(published).tolist():
+        low, high = bounds(int(value))
+        where = published == value
+        lo[where], hi[where] = low, cap if high is None else min(high, cap)
+    return BoundedCells(true.geoids, published, lo, hi)
+
+
+def _rounded(true: BoundedCells, total: int | None, options: CensusProtectOptions,
+             cap: int) -> BoundedCells:
+    base, method, knows = options.base, _method(options), _round_knows(options)
+
+    def publish(values: np.ndarray) -> np.ndarray:
+        flat = values.ravel()
+        out = np.zeros_like(flat)
+        live = np.flatnonzero(flat)  # a zero is a multiple: it stays, whatever the method
+        fractions = [Fraction(int(v)) for v in flat[live]]
+        done = rounding.round_nearest(fractions, base) if method == "nearest" else \
+            rounding.round_random(fractions, base, options.seed, 1)
+        out[live] = [int(r) for r in done]
+        return out.reshape(values.shape)
+
+    def bounds(value: int) -> tuple[int, int | None]:
+        low, high = rounding.possible(Fraction(value), base, method, knows, 1)
+        return int(low), int(high)
+
+    return _bounded(true, publish, bounds, cap)
+
+
+def _suppressed(true: BoundedCells, total: int | None, options: CensusProtectOptions,
+                cap: int) -> BoundedCells:
+    """Counts 1..t-1 withheld; a withheld count lies in 1..t-1 (the rule known) or anywhere
+    from 0 to what its geography holds: its published total, else the level's cap."""
+    t = options.cutoff
+
+    def publish(values: np.ndarray) -> np.ndarray:
+        return np.where((values > 0) & (values < t), -1, values)
+
+    def bounds(value: int) -> tuple[int, int | None]:
+        if value >= 0:
+            return value, value
+        return (1, t - 1) if options.known == "rule" else (0, None)
+
+    out = _bounded(true, publish, bounds, cap)
+    if total is None or options.known == "rule" or not out.hi.size:
+        return out
+    room = np.where(out.published[:, total] >= 0, out.hi[:, total], cap)
+    hi = np.where(out.published < 0, room[:, None], out.hi)
+    return BoundedCells(out.geoids, out.published, out.lo, hi)
+
+
+@functools.cache
+def _ptable(method: Method, d: int, v: Fraction, js: int) -> ckm.PTable:
+    """sdcTools' maximum-entropy ptable of (d, v, js); in ONS's format for ``ckm-ons``."""
+    built = build_ptable(PTableParams(d, v, js))
+    return ckm.keyed(built) if method == "ckm-ons" else built
+
+
+def _perturbed(persons: pd.DataFrame, cells: tuple[Sf1Cell, ...],
+               options: CensusProtectOptions) -> ProtectedCensus:
+    """Every cell perturbed by ``tables/ckm.perturb`` from its count and its key sum (the
+    persons' record keys drawn with the seed, as ``tables perturb`` draws them): the same
+    persons make the same cell key, so a cell published in two tables is perturbed alike."""
+    ptable = _ptable(options.method, options.d, Fraction(options.v), options.js)
+    keys = ptable.draw_keys(len(persons), options.seed)
+    scale = max(k.denominator for k in keys) if keys else 1
+    whole = np.array([int(k * scale) for k in keys], dtype=np.int64)
+    threshold, knows = options.cutoff, _ckm_knows(options)
+    levels = []
+    for true, sums, level in zip(_tabulate(persons, cells), _tabulate(persons, cells, whole),
+                                 LEVELS, strict=True):
+        assert true.geoids == sums.geoids  # one tabulation, one order
+
+        def publish(values: np.ndarray, sums: BoundedCells = sums) -> np.ndarray:
+            flat, key_sums = values.ravel(), sums.published.ravel()
+            zero = ckm.perturb(0, Fraction(0), ptable, threshold).published
+            out = np.full(flat.shape, -1 if zero is None else zero, dtype=np.int64)
+            for i in np.flatnonzero(flat).tolist():
+                got = ckm.perturb(int(flat[i]), Fraction(int(key_sums[i]), scale), ptable,
+                                  threshold).published
+                out[i] = -1 if got is None else got
+            return out.reshape(values.shape)
+
+        def bounds(value: int) -> tuple[int, int | None]:
+            if value < 0:
+                return ptable.possible_below(threshold, knows)
+            return ptable.possible(value, knows)
+
+        levels.append(_bounded(true, publish, bounds, MAX_VALUE[level]))
+    return ProtectedCensus(options, cells, levels[0], levels[1], _statement(options))
