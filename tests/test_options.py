@@ -21,6 +21,7 @@ from statrecon.engines.linear import LinearOptions
 from statrecon.engines.suppression import ProtectOptions
 from statrecon.errors import OptionError, StatreconError
 from statrecon.experiments.dp_census import DpCensusOptions
+from statrecon.runs.census_protect import CensusProtectOptions
 from statrecon.runs.ckm import PerturbOptions
 from statrecon.runs.job import JobOptions
 from statrecon.runs.rounding import RoundOptions
@@ -55,9 +56,13 @@ BAD: dict[type, list[dict[str, Any]]] = {
                  {"apriori": "wide"}],
     PerturbOptions: [{"tables": ()}, {"tables": ((),)}, {"knowledge": "all"},
                      {"threshold": -1}, {"record_key": "key"}],
+    CensusProtectOptions: [{"method": "noise"}, {"seed": -1}, {"base": 1}, {"threshold": -1},
+                           {"rounding": "controlled"}, {"rate": 1.5}, {"rate": NAN},
+                           {"knowledge": "everything"}],
 }
 # what a class needs besides the field under test (None: nothing)
-REQUIRED: dict[type, dict[str, Any]] = {PerturbOptions: {"tables": (("a",),), "seed": 1}}
+REQUIRED: dict[type, dict[str, Any]] = {PerturbOptions: {"tables": (("a",),), "seed": 1},
+                                        CensusProtectOptions: {"method": "round"}}
 
 
 @pytest.mark.parametrize(("cls", "kwargs"), [(cls, kw) for cls, cases in BAD.items()

@@ -75,15 +75,20 @@ def claimed_beyond(claims: BoundedClaims, persons: pd.DataFrame,
     far its least count exceeds the persons of its class in its block, summed (0: every
     claim holds for these persons)."""
     mats = CellMatrices.build(cells)
-    race = np.zeros(len(persons), dtype=np.int64)
-    for bit, name in enumerate(RACES):
-        race |= persons[name].astype(bool).to_numpy().astype(np.int64) << bit
-    sex = persons["sex"].map({s: i for i, s in enumerate(SEXES)}).to_numpy().astype(np.int64)
-    grid = grid_index(sex, persons["age"].to_numpy().astype(np.int64), race,
-                      persons["hispanic"].astype(bool).to_numpy().astype(np.int64))
+    grid = person_grid(persons)
     truth = pd.DataFrame({"block": persons[BLOCK_COLUMN].astype(str).to_numpy(),
                           "class": mats.block_class[grid]}).value_counts()
     claimed = claims.claims.to_pandas()
     have = np.array([int(truth.get((b, k), 0)) for b, k in
                      zip(claimed["block"], claimed["class"], strict=True)], dtype=np.int64)
     return int(np.maximum(claimed["persons"].to_numpy() - have, 0).sum())
+
+
+def person_grid(persons: pd.DataFrame) -> np.ndarray:
+    """Each person's attribute cell (``cells.grid_index``) from a checked persons frame."""
+    race = np.zeros(len(persons), dtype=np.int64)
+    for bit, name in enumerate(RACES):
+        race |= persons[name].astype(bool).to_numpy().astype(np.int64) << bit
+    sex = persons["sex"].map({s: i for i, s in enumerate(SEXES)}).to_numpy().astype(np.int64)
+    return grid_index(sex, persons["age"].to_numpy().astype(np.int64), race,
+                      persons["hispanic"].astype(bool).to_numpy().astype(np.int64))
