@@ -35,8 +35,12 @@ EXIT_CODES: dict[str, dict[int, str]] = {
     "tabulate": {},
     "audit-stream": {2: "the statistics contradict each other"},
     "examples": {},
-    "tables audit": {3: "some suppressed cell is unknown within the time limit",
-                     4: "some suppressed cell is disclosed or under-protected"},
+    "tables audit": {2: "--ptable: a published value the ptable cannot produce from any "
+                        "count, or no additive tables within what the published values "
+                        "allow: the release is inconsistent with its ptable",
+                     3: "some suppressed cell is unknown within the time limit",
+                     4: "some suppressed cell is disclosed or under-protected (--ptable: "
+                        "some true count pinned)"},
     "tables protect": {2: "no pattern protects some primary cell (proven over the cells "
                           "that may be suppressed)",
                        3: "no pattern found within the time limit (nothing written)"},

@@ -210,6 +210,17 @@ def _ckm(folder: Path) -> Path:
     return folder / "m.csv"
 
 
+def _perturbed(folder: Path) -> Path:
+    """A perturbed publication of two linked tables (a ``table`` column) and its ptable:
+    what ``tables audit --ptable`` reads."""
+    (folder / "p.csv").write_text(CKM_PTABLE, encoding="utf-8")
+    rows = ["t1,x,,2", "t1,y,,2", "t1,Total,,4", "t2,x,u,2", "t2,y,u,2", "t2,Total,u,4",
+            "t2,x,Total,2", "t2,y,Total,2", "t2,Total,Total,4"]
+    (folder / "pub.csv").write_text("table,a,b,value\n" + "".join(r + "\n" for r in rows),
+                                    encoding="utf-8")
+    return folder / "pub.csv"
+
+
 # ------------------------------------------------------------------------------ census
 
 BLOCKS = [TRACT_A + "1000", TRACT_A + "1001"]
@@ -333,6 +344,12 @@ READERS: tuple[Reader, ...] = (
            number=lambda f, t: _sub(f / "p.csv", ",0.46,", f",{t},"),
            code=lambda f, t: _sub(f / "m.csv", "\nx,", f"\n{t},"),
            duplicate=lambda f: _dup_header(f / "m.csv"), writes=True),
+    Reader("perturbed publication", ("tables/published.py",), _perturbed,
+           lambda main, out: ["tables", "audit", str(main), "--ptable",
+                              str(main.parent / "p.csv"), "--dimensions", "a,b"],
+           number=lambda f, t: _sub(f / "pub.csv", ",u,2\n", f",u,{t}\n"),
+           code=lambda f, t: _sub(f / "pub.csv", "t1,y,", f"t1,{t},"),
+           duplicate=lambda f: _dup_header(f / "pub.csv")),
     Reader("census persons", ("census/persons/microdata.py",), _persons,
            lambda main, out: ["census", "tabulate", "--persons", str(main), "--out", str(out),
                               "--tables", "P1,P12", "--quiet"],

@@ -149,12 +149,44 @@ def audit(
     all_: Annotated[bool, typer.Option("--all", help="Show every suppressed cell, not only "
                                        "those not protected.")] = False,
     singletons: Singletons = False,
+    ptable: Annotated[Path | None, typer.Option(
+        help="SOURCE is a publication perturbed with this ptable (CSV/Parquet: ONS's pcv, "
+             "ckey, pvalue or ABS's i, j, p, v, p_int_lb, p_int_ub), one row per cell "
+             "(--dimensions, --value; a 'table' column for linked tables; x: withheld): "
+             "audit every true count behind it. Exit 2: a published value the ptable cannot "
+             "produce.")] = None,
+    attacker_knows: Annotated[str, typer.Option(
+        "--attacker-knows", help="--ptable: what the attacker is assumed to know, stated in "
+        "the output: ptable (the worst case), d (only D) or nothing.")] = "ptable",
+    threshold: Annotated[int | None, typer.Option(
+        min=0, help="--ptable: the threshold below which the publication withheld a count "
+                    "(x). Default: 10 with an ONS ptable, 0 with an ABS one.")] = None,
+    hierarchy: Annotated[list[str] | None, typer.Option(
+        help="--ptable: VAR=FILE.hrc, a variable's tau-Argus hierarchy (repeat for several; "
+             "the others are flat).")] = None,
     as_json: AsJson = False,
     quiet: Quiet = False,
 ) -> None:
     """Prove, for every suppressed cell, the interval an attacker can derive (LP and over
     whole units) and whether it protects the cell. Exit 0: all protected; 4: some disclosed or
-    under-protected; 3: some unknown within the time limit."""
+    under-protected; 3: some unknown within the time limit. With --ptable: every true count
+    behind a perturbed publication (exit 4: some pinned; 2: inconsistent with the ptable)."""
+    if ptable is not None:
+        given = [name for name, v in (
+            ("--rda", rda), ("--status", status), ("--frequency", frequency),
+            ("--microdata", microdata), ("--max-n", max_n), ("--p-percent", p_percent),
+            ("--nk", nk), ("--protect-zeros", protect_zeros), ("--protection", protection),
+            ("--sliding-protection", sliding_protection), ("--spec", spec), ("--html", html),
+            ("--executor", executor), ("--singletons", singletons),
+            ("--recompute-totals", recompute_totals), ("--manual-margin", manual_margin))
+            if v]
+        if given or apriori != "nonnegative":
+            given += ["--apriori"] if apriori != "nonnegative" else []
+            raise StatreconError(f"--ptable audits a perturbed publication: leave out "
+                                 f"{', '.join(given)}")
+        _audit_perturbed(source, ptable, dimensions, value or "value", attacker_knows,
+                         threshold, hierarchy or [], time_limit, integer, as_json, all_)
+        return
     from statrecon.commands.options import time_limit_option
     from statrecon.commands.progress import run_bar
     from statrecon.engines.intervals import AuditOptions
@@ -190,6 +222,46 @@ def audit(
     if verdicts & {"disclosed", "under-protected"}:
         raise typer.Exit(EXIT_UNPROTECTED)
     if "unknown" in verdicts:
+        raise typer.Exit(EXIT_UNKNOWN)
+
+
+def _audit_perturbed(source: Path, ptable: Path, dimensions: str | None, value: str,
+                     attacker_knows: str, threshold: int | None, hierarchy: list[str],
+                     time_limit: float | None, integer: bool, as_json: bool,
+                     all_: bool) -> None:
+    """``tables audit --ptable``: parse, audit the publication, print, exit 4 / 3 / 0."""
+    from statrecon.commands.options import time_limit_option
+    from statrecon.engines.intervals import AuditOptions
+    from statrecon.report import ckm as report
+    from statrecon.report import output_console
+    from statrecon.runs.ckm import PublicationOptions, audit_publication
+    from statrecon.tables.ckm import KNOWLEDGE
+
+    if attacker_knows not in KNOWLEDGE:
+        raise StatreconError(f"--attacker-knows {attacker_knows!r}: choose from "
+                             f"{', '.join(KNOWLEDGE)}")
+    dims = tuple(d.strip() for d in (dimensions or "").split(",") if d.strip())
+    if not dims:
+        raise StatreconError(f"{source}: give the explanatory variables with --dimensions "
+                             "a,b,...")
+    files = []
+    for text in hierarchy:
+        variable, sep, path = text.partition("=")
+        if not sep or not variable.strip() or not path.strip():
+            raise StatreconError(f"--hierarchy {text!r}: expected VAR=FILE.hrc")
+        files.append((variable.strip(), Path(path.strip())))
+    limit = time_limit_option(time_limit, AuditOptions.time_limit)
+    options = PublicationOptions(dims, value, tuple(files), threshold,
+                                 cast(Any, attacker_knows))
+    checked = audit_publication(source, ptable, options,
+                                AuditOptions(time_limit=limit, integer=integer))
+    if as_json:
+        sys.stdout.write(json.dumps(report.publication_json(checked, source)) + "\n")
+    else:
+        report.render_publication(checked, source, output_console())
+    if checked.pinned:
+        raise typer.Exit(EXIT_UNPROTECTED)
+    if checked.unknown:
         raise typer.Exit(EXIT_UNKNOWN)
 
 

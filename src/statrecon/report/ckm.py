@@ -17,7 +17,7 @@ from typing import Any
 from rich.console import Console
 
 from statrecon.report import known_cells, safe_text
-from statrecon.runs.ckm import PerturbedAudit, PerturbRun
+from statrecon.runs.ckm import PerturbedAudit, PerturbRun, PublicationAudit
 from statrecon.tables.ckm import KNOWLEDGE_TEXT, PTable, ptable_frame
 from statrecon.tables.values import show
 
@@ -205,3 +205,59 @@ def render_audit(run: PerturbRun, checked: PerturbedAudit, console: Console) -> 
     the equations that pin them."""
     known_cells.render_audit(checked, run.tables.cell_names(), [c.count for c in run.cells],
                              _shown(run, checked), console)
+
+
+# ------------------------------------------------- the audit of someone else's publication
+
+
+def _publication_values(checked: PublicationAudit) -> list[int | None]:
+    """Per cell the true count where the audit pins it (proven), None elsewhere: the
+    auditor has no true counts, and the stand-in table is never shown as them."""
+    return [checked.shown_value(i) for i in range(len(checked.result.cells))]
+
+
+def _knows_publication(checked: PublicationAudit) -> str:
+    text = KNOWLEDGE_TEXT[checked.knowledge]  # type: ignore[index]
+    if checked.knowledge == "d" and checked.ptable is not None:
+        text = text.replace("D,", f"D = {checked.ptable.noise},")
+    return text
+
+
+def publication_json(checked: PublicationAudit, source: Path) -> dict[str, Any]:
+    """``tables audit --ptable --json``: the publication, the ptable, the threshold, what
+    the attacker is assumed to know, and the audit (per cell: its published value, the
+    a-priori interval, the proven LP and integer intervals, pinned, the attack; ``value``
+    only where it is pinned)."""
+    assert checked.cells is not None and checked.ptable is not None
+    shown = [None if p is None else p for p in checked.cells.published]
+    return {
+        "publication": str(source), "tables": [t.name for t in checked.cells.tables.tables],
+        "ptable": ptable_json(checked.ptable), "threshold": checked.threshold,
+        "attacker_knows": checked.knowledge,
+        "attacker_knows_text": _knows_publication(checked),
+        "cells": len(shown), "not_published": sum(1 for p in shown if p is None),
+        "withheld": sum(1 for p in shown if p == WITHHELD),
+        "consistent": True, "consistency_s": round(checked.stand_in_s, 6),
+        "audit": known_cells.audit_json(checked, checked.cells.tables.cell_names(),
+                                        _publication_values(checked), shown),
+    }
+
+
+def render_publication(checked: PublicationAudit, source: Path, console: Console) -> None:
+    """The publication audited, the assumption about the attacker, and the audit: how many
+    true counts are pinned or narrowed, the pinned ones with the equations that pin them."""
+    report = publication_json(checked, source)
+    ptable = report["ptable"]
+    console.print(f"audited {safe_text(source)}: {report['cells']} distinct cells in "
+                  f"{len(report['tables'])} table(s) ({report['withheld']} withheld, "
+                  f"{report['not_published']} not published), an {ptable['format'].upper()} "
+                  f"ptable (D = {ptable['D']}, js = {ptable['js']}), threshold "
+                  f"{checked.threshold}; consistent with the ptable (an integer table "
+                  f"adding up within every cell's set, checked exactly, in "
+                  f"{checked.stand_in_s:.2f} s)", highlight=False)
+    console.print(f"the attacker is assumed to know {_knows_publication(checked)}",
+                  highlight=False)
+    assert checked.cells is not None
+    known_cells.render_audit(checked, checked.cells.tables.cell_names(),
+                             _publication_values(checked),
+                             list(checked.cells.published), console)

@@ -28,7 +28,7 @@ def number(value: int | Fraction | None) -> int | str | None:
 
 
 def audit_json(checked: KnownCellsAudit, names: Sequence[str],
-               values: Sequence[int | Fraction], published: Sequence[Any]) -> dict[str, Any]:
+               values: Sequence[int | Fraction | None], published: Sequence[Any]) -> dict[str, Any]:
     """``--audit --json``'s ``audit``: per cell its name, true value, published value (None:
     not in the publication), a-priori interval, LP and integer intervals, pinned, narrowed,
     verdict and attack; the counts."""
@@ -50,7 +50,7 @@ def audit_json(checked: KnownCellsAudit, names: Sequence[str],
 
 
 def render_audit(checked: KnownCellsAudit, names: Sequence[str],
-                 values: Sequence[int | Fraction], published: Sequence[Any],
+                 values: Sequence[int | Fraction | None], published: Sequence[Any],
                  console: Console, noun: str = "true counts") -> None:
     """How many true values the attacker pins or narrows, and the first pinned ones with
     the equations that pin them."""
@@ -64,7 +64,9 @@ def render_audit(checked: KnownCellsAudit, names: Sequence[str],
         equations = "; ".join(audit.attack.equations) or "its published value alone"
         seen = published[audit.cell]
         told = "not published" if seen is None else f"published {seen}"
-        console.print(f"  {safe_text(names[audit.cell])} = {show(Fraction(values[audit.cell]))}"
+        value = values[audit.cell]
+        true = "?" if value is None else show(Fraction(value))
+        console.print(f"  {safe_text(names[audit.cell])} = {true}"
                       f" ({told}, alone in [{show(Fraction(low))}"
                       f", {'inf' if high is None else show(Fraction(high))}]): proven by "
                       f"{safe_text(equations)}", highlight=False)

@@ -12,13 +12,20 @@ use the same keys, or the same cell would be perturbed another way.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 from statrecon.engines.intervals import AuditOptions
-from statrecon.errors import StatreconError, check_option
+from statrecon.errors import (
+    InconsistentReleaseError,
+    StatreconError,
+    TimeLimitReached,
+    check_option,
+)
 from statrecon.runs.known_cells import KnownCellsAudit, audit_known_cells
 from statrecon.tables import TableSet
 from statrecon.tables.ckm import (
@@ -31,6 +38,12 @@ from statrecon.tables.ckm import (
     perturb_tables,
     read_ptable,
     record_keys,
+)
+from statrecon.tables.published import (
+    WITHHELD,
+    PublishedCells,
+    read_hierarchy,
+    read_published,
 )
 
 THRESHOLDS = {"ons": 10, "abs": 0}  # the default threshold of each ptable format
@@ -166,3 +179,149 @@ def audit_perturbed(run: PerturbRun, options: AuditOptions | None = None,
     knows = knowledge or run.options.knowledge
     checked = audit_known_cells(run.tables, cell_bounds(run, knows), knows, options)
     return PerturbedAudit(checked.result, checked.bounds, knows, published_keys(run))
+
+
+# ------------------------------------------- the audit of a publication someone else made
+
+
+@dataclass(frozen=True)
+class PublicationOptions:
+    """The audit of a perturbed publication whose true counts we do not have: its
+    ``dimensions`` and ``value`` column, the hierarchies given as ``.hrc`` files (variable ->
+    path; the others flat), the ``threshold`` it withheld below (None: the ptable format's,
+    as ``tables perturb``) and what the attacker is assumed to know."""
+
+    dimensions: tuple[str, ...]
+    value: str = "value"
+    hierarchies: tuple[tuple[str, Path], ...] = ()
+    threshold: int | None = None
+    knowledge: Knowledge = "ptable"
+
+    def __post_init__(self) -> None:
+        check_option(self, "dimensions", bool(self.dimensions), "at least one variable")
+        check_option(self, "knowledge", self.knowledge in KNOWLEDGE,
+                     f"one of {', '.join(KNOWLEDGE)}")
+        check_option(self, "threshold", self.threshold is None or self.threshold >= 0,
+                     "at least 0")
+
+
+@dataclass(frozen=True)
+class PublicationAudit(KnownCellsAudit):
+    """What an attacker proves about the true counts behind a publication: the audit of
+    cells known within sets, each cell's set the counts its published value allows under
+    ``knowledge``. ``cells`` is the publication read back; ``stand_in`` one integer table
+    that adds up inside the sets the ptable allows (found by HiGHS and checked exactly: the
+    proof that the release is consistent, and the point the audit starts from; never the
+    truth, never reported as it); ``ptable`` and ``threshold`` as used."""
+
+    cells: PublishedCells | None = None
+    stand_in: tuple[int, ...] = ()
+    ptable: PTable | None = None
+    threshold: int = 0
+    stand_in_s: float = 0.0
+
+    def shown_value(self, cell: int) -> int | None:
+        """The true count where the audit pins it (proven), else None: unknown to us."""
+        audit = self.result.cells[cell]
+        best = audit.integer or audit.lp
+        if audit.verdict == "disclosed" and best.lower.value is not None:
+            return int(best.lower.value)
+        return None
+
+
+def publication_bounds(cells: PublishedCells, ptable: PTable, threshold: int,
+                       knowledge: Knowledge) -> tuple[tuple[int, int | None], ...]:
+    """Each cell's a-priori interval from its published value under ``knowledge``; a value
+    the ptable cannot publish from any count, or one shown below the threshold, is an
+    :class:`InconsistentReleaseError` naming the cell and its row."""
+    names = cells.tables.cell_names()
+    out: list[tuple[int, int | None]] = []
+    for name, shown, row in zip(names, cells.published, cells.rows, strict=True):
+        if shown is None:
+            out.append((0, None))
+        elif shown == WITHHELD:
+            if threshold == 0:
+                raise StatreconError(f"{row}: cell {name} is withheld ({WITHHELD}) but the "
+                                     "threshold is 0: give the --threshold it was withheld "
+                                     "below", where=row)
+            out.append(ptable.possible_below(threshold, knowledge))
+        else:
+            assert isinstance(shown, int)
+            if shown < threshold or not ptable.sources(shown):
+                why = (f"below the threshold {threshold}, which withholds it" if
+                       shown < threshold else "which the ptable cannot publish from any "
+                       f"count (D = {ptable.noise}, js = {ptable.blocked})")
+                raise InconsistentReleaseError(
+                    f"{row}: cell {name} is published as {shown}, {why}: the release is "
+                    "inconsistent with its ptable", where=row, statistic=name)
+            out.append(ptable.possible(shown, knowledge))
+    return tuple(out)
+
+
+def audit_publication(publication: Path, ptable_path: Path, options: PublicationOptions,
+                      audit: AuditOptions | None = None) -> PublicationAudit:
+    """The proven intervals of every true count behind the perturbed ``publication``
+    (``tables/published.py``), published with the ptable of ``ptable_path``: each cell
+    within the counts its published value allows, the true tables adding up. The release
+    is checked first: a value the ptable cannot publish, or no additive integer tables
+    within what the ptable allows, is an :class:`InconsistentReleaseError`."""
+    ptable = read_ptable(ptable_path)
+    hierarchies = {v: read_hierarchy(p, v) for v, p in options.hierarchies}
+    cells = read_published(publication, options.dimensions, options.value, hierarchies)
+    threshold = THRESHOLDS[ptable.format] if options.threshold is None else options.threshold
+    tight = publication_bounds(cells, ptable, threshold, "ptable")
+    limit = (audit or AuditOptions()).time_limit
+    start = time.perf_counter()
+    values = stand_in(cells.tables, tight, None if limit is None else max(limit, 60.0))
+    found_s = time.perf_counter() - start
+    bounds = tight if options.knowledge == "ptable" else publication_bounds(
+        cells, ptable, threshold, options.knowledge)
+    checked = audit_known_cells(cells.with_values(values), bounds, options.knowledge, audit)
+    return PublicationAudit(checked.result, checked.bounds, options.knowledge, cells,
+                            tuple(values), ptable, threshold, found_s)
+
+
+def stand_in(tables: TableSet, bounds: Sequence[tuple[int, int | None]],
+             time_limit: float | None) -> list[int]:
+    """One integer table that adds up with every cell within its bounds: the LP's vertex
+    when it is whole, else a HiGHS MIP; checked exactly. None exists (HiGHS's status):
+    :class:`InconsistentReleaseError`; none found within ``time_limit``:
+    :class:`TimeLimitReached` (unknown, never a proof either way)."""
+    # lazy: numpy loads only when a publication is audited
+    import numpy as np
+
+    # lazy: HiGHS (scipy) loads only when a publication is audited
+    from statrecon.engines.solvers import highs
+
+    matrix = tables.equations().matrix.tocsr()
+    n = len(bounds)
+    lb = np.array([float(lo) for lo, _ in bounds])
+    ub = np.array([np.inf if hi is None else float(hi) for _, hi in bounds])
+    zero = np.zeros(matrix.shape[0])
+    for integer in (None, np.ones(n, dtype=bool)):
+        got = highs.solve(np.zeros(n), matrix, zero, zero, lb, ub, time_limit=time_limit,
+                          integrality=integer, kill_after=None if time_limit is None else 30.0)
+        if got.status == "infeasible":
+            raise InconsistentReleaseError(
+                "no tables that add up lie within the counts the published values allow "
+                f"under the ptable ({n:,} cells, {matrix.shape[0]:,} equations): the release "
+                "is inconsistent with its ptable")
+        if got.status != "optimal":
+            raise TimeLimitReached(f"no table that adds up within the published values' "
+                                   f"sets found ({got.message}): unknown")
+        point = [int(v) for v in np.rint(got.x)]
+        if _fits(matrix, point, bounds):
+            return point
+    raise TimeLimitReached("HiGHS's MIP point does not check exactly: unknown")
+
+
+def _fits(matrix: Any, point: Sequence[int], bounds: Sequence[tuple[int, int | None]]) -> bool:
+    """``point`` is within ``bounds`` and ``matrix @ point == 0``, in exact integers."""
+    import numpy as np  # lazy: as stand_in
+
+    if any(v < lo or (hi is not None and v > hi) for v, (lo, hi) in zip(point, bounds,
+                                                                       strict=True)):
+        return False
+    if max(point, default=0) >= 2**40:
+        return False
+    return not np.any(matrix.astype(np.int64) @ np.array(point, dtype=np.int64))

@@ -1,0 +1,184 @@
+"""``tables audit --ptable``: the audit of a perturbed publication someone else made, from
+its published cells and the ptable alone (no true counts): the same proven intervals as
+the publisher's own audit (``tables perturb --audit``), true counts shown only where they
+are pinned, hierarchies from .hrc files, linked tables from a ``table`` column; a value the
+ptable cannot publish, or published values no additive tables fit, exit 2 naming the cell
+with nothing written; a ptable that is no distribution, exit 1 in one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tests.conftest import CliRunner
+
+AUDIT_KEYS = {"publication", "tables", "ptable", "threshold", "attacker_knows",
+              "attacker_knows_text", "cells", "not_published", "withheld", "consistent",
+              "consistency_s", "audit"}
+AUDIT_CELL_KEYS = {"name", "value", "published", "a_priori", "lp", "integer", "pinned",
+                   "narrowed", "verdict", "attack"}
+
+
+@pytest.fixture
+def folder(tmp_path: Path, run_cli: CliRunner) -> Path:
+    rows = [("f" if i % 3 else "m", str(i % 4), f"0.{i * 7919 % 10**8:08d}")
+            for i in range(40)]
+    rows += [("m", "9", "0.55"), ("f", "9", "0.55")]  # two cells of 1
+    pd.DataFrame(rows, columns=["sex", "age", "rk"]).to_csv(tmp_path / "m.csv", index=False)
+    code, _, err = run_cli("tables", "ptable", "--d", "2", "--v", "1.08", "--js", "1",
+                           "--out", tmp_path / "abs.csv")
+    assert code == 0, err
+    return tmp_path
+
+
+def _intervals(audit: dict) -> dict[str, tuple]:
+    return {c["name"]: (c["integer"]["lower_exact"], c["integer"]["upper_exact"],
+                        c["lp"]["lower_exact"], c["lp"]["upper_exact"], c["pinned"])
+            for c in audit["cells"]}
+
+
+@pytest.mark.parametrize("knows", ["ptable", "d"])
+def test_the_publication_alone_proves_what_the_publisher_audit_proves(
+        folder: Path, run_cli: CliRunner, knows: str) -> None:
+    """Two linked tables perturbed and audited by the publisher (true counts at hand), then
+    audited from the publication and the ptable only: every cell's LP and integer interval
+    the same, the pinned true counts the same, no other true count shown."""
+    code, out, err = run_cli("tables", "perturb", folder / "m.csv", "--ptable",
+                             folder / "abs.csv", "--dimensions", "sex,age", "--dimensions",
+                             "sex", "--record-key", "rk", "--audit", "--json",
+                             "--attacker-knows", knows, "--out", folder / "t.csv")
+    assert code in (0, 4), err
+    own = json.loads(out)["audit"]
+    code, out, err = run_cli("tables", "audit", folder / "t.csv", "--ptable",
+                             folder / "abs.csv", "--dimensions", "sex,age", "--json",
+                             "--attacker-knows", knows)
+    report = json.loads(out)
+    assert code == (4 if report["audit"]["pinned"] else 0), err
+    assert set(report) == AUDIT_KEYS and report["attacker_knows"] == knows
+    assert report["tables"] == ["sex x age", "sex"] and report["consistent"]
+    audit = report["audit"]
+    assert all(set(c) == AUDIT_CELL_KEYS for c in audit["cells"])
+    assert _intervals(audit) == _intervals(own)
+    assert audit["pinned"] == own["pinned"] > 0  # the two ones (published 0 or 2) pin
+    truth = {c["name"]: c["value"] for c in own["cells"]}
+    for cell in audit["cells"]:
+        assert cell["value"] == (truth[cell["name"]] if cell["pinned"] else None)
+    code, out, err = run_cli("tables", "audit", folder / "t.csv", "--ptable",
+                             folder / "abs.csv", "--dimensions", "sex,age",
+                             "--attacker-knows", knows)
+    assert "the attacker is assumed to know " + ("the ptable itself" if knows == "ptable"
+                                                 else "only D = 2") in out
+    assert f"audit ({knows} known): {audit['pinned']} of {len(audit['cells'])} true counts " \
+           "pinned exactly" in out
+
+
+def _publication(folder: Path, rows: str, name: str = "pub.csv") -> Path:
+    (folder / name).write_text(rows)
+    return folder / name
+
+
+def test_a_hierarchy_from_an_hrc_file_pins_through_its_subtotal(folder: Path,
+                                                                run_cli: CliRunner) -> None:
+    """Regions 1 and 2 under N, 3 under S: 1 and 2 published as 2, N as 0 (D = 2 known):
+    N = 1 + 2 pins both at 1 and N at 2; S and 3 are not pinned."""
+    (folder / "region.hrc").write_text("N\n@1\n@2\nS\n@3\n")
+    pub = _publication(folder, "region,value\nTotal,9\nN,0\n1,2\n2,2\nS,8\n3,8\n")
+    code, out, err = run_cli("tables", "audit", pub, "--ptable", folder / "abs.csv",
+                             "--dimensions", "region", "--hierarchy",
+                             f"region={folder / 'region.hrc'}", "--attacker-knows", "d",
+                             "--json")
+    assert code == 4, err
+    cells = {c["name"]: c for c in json.loads(out)["audit"]["cells"]}
+    pinned = {name: c["value"] for name, c in cells.items() if c["pinned"]}
+    assert pinned == {"region=N": 2, "region=1": 1, "region=2": 1}
+    assert "pub: region N = 1 + 2" in cells["region=1"]["attack"]
+    # read flat, N and S are codes beside 1, 2 and 3 under a total of 9: no tables fit
+    flat = run_cli("tables", "audit", pub, "--ptable", folder / "abs.csv", "--dimensions",
+                   "region", "--attacker-knows", "d")
+    assert flat[0] == 2 and "no tables that add up" in flat[2]
+
+
+@pytest.mark.parametrize(("rows", "message"), [
+    ("a,value\nTotal,4\nx,2\ny,1\n",
+     "pub.csv:4: cell a=y is published as 1, which the ptable cannot publish from any count "
+     "(D = 2, js = 1): the release is inconsistent with its ptable"),
+    ("a,value\nTotal,20\nx,2\ny,2\n",
+     "no tables that add up lie within the counts the published values allow under the "
+     "ptable (3 cells, 1 equations): the release is inconsistent with its ptable"),
+    ("table,a,b,value\nt1,x,,2\nt1,Total,,4\nt2,x,Total,3\nt2,x,u,3\nt2,Total,Total,4\n"
+     "t2,Total,u,3\n",
+     "pub.csv:4: cell a=x of table t2 is published as 3, but as 2 on "),
+])
+def test_an_inconsistent_release_exits_2_naming_it(folder: Path, run_cli: CliRunner,
+                                                   rows: str, message: str) -> None:
+    pub = _publication(folder, rows)
+    dims = "a,b" if rows.startswith("table") else "a"
+    code, out, err = run_cli("tables", "audit", pub, "--ptable", folder / "abs.csv",
+                             "--dimensions", dims, "--json")
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1 and not out, err
+    assert message in lines[0].replace(str(folder) + "/", "")
+
+
+def test_withheld_cells_and_the_threshold(folder: Path, run_cli: CliRunner) -> None:
+    """x is a count published below the threshold; a count shown below it is
+    inconsistent; x with no threshold is a user error."""
+    pub = _publication(folder, "a,value\nTotal,12\nx,x\ny,11\n")
+    code, out, err = run_cli("tables", "audit", pub, "--ptable", folder / "abs.csv",
+                             "--dimensions", "a", "--threshold", "5", "--json")
+    assert code in (0, 4), err
+    cells = {c["name"]: c for c in json.loads(out)["audit"]["cells"]}
+    assert cells["a=x"]["a_priori"] == [0, 6]  # published 0..4, from true counts up to 6
+    assert json.loads(out)["withheld"] == 1
+    code, _, err = run_cli("tables", "audit", pub, "--ptable", folder / "abs.csv",
+                           "--dimensions", "a", "--threshold", "12")
+    assert code == 2 and "cell a=y is published as 11, below the threshold 12" in err
+    code, _, err = run_cli("tables", "audit", pub, "--ptable", folder / "abs.csv",
+                           "--dimensions", "a")
+    assert code == 1 and "pub.csv:3: cell a=x is withheld (x) but the threshold is 0" in err
+
+
+ABS_HEAD = "i,j,p,v,p_int_lb,p_int_ub\n"
+
+
+@pytest.mark.parametrize(("ptable", "message"), [
+    (ABS_HEAD + "1,0,0.5,-1,0,0.5\n1,2,0.4,1,0.5,0.9\n", "p.csv:3: i = 1: the probabilities "
+     "sum to 0.9, not 1"),
+    (ABS_HEAD + "1,0,-0.5,-1,0,-0.5\n1,2,1.5,1,-0.5,1\n", "p.csv:2: p = -0.5 is a negative "
+     "probability"),
+    (ABS_HEAD + "1,0,0.5,-1,0,0.5\n1,2,0.5,1,0.5,1\n3,3,1,0,0,1\n", "p.csv: no rows for i = 2"),
+    ("pcv,ckey,pvalue\n1,0,0\n1,1,0\n3,0,0\n3,1,0\n", "p.csv: pcv 2 has no rows"),
+])
+def test_a_ptable_that_is_no_distribution_is_one_line(folder: Path, run_cli: CliRunner,
+                                                      ptable: str, message: str) -> None:
+    (folder / "p.csv").write_text(ptable)
+    pub = _publication(folder, "a,value\nTotal,4\nx,2\ny,2\n")
+    code, out, err = run_cli("tables", "audit", pub, "--ptable", folder / "p.csv",
+                             "--dimensions", "a")
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 1 and len(lines) == 1 and not out, err
+    assert message in lines[0].replace(str(folder) + "/", "")
+
+
+@pytest.mark.parametrize(("rows", "extra", "message"), [
+    ("a,value\nTotal,4\nx,-2\ny,2\n", (), "pub.csv:3: value -2 is not a whole number >= 0"),
+    ("a,value\nTotal,4\nx,2.5\ny,2\n", (), "pub.csv:3: value 2.5 is not a whole number"),
+    ("a,value\nTotal,4\nx,\ny,2\n", (), "pub.csv:3: value: a missing value"),
+    ("a,value\nTotal,4\nx,2\nx,2\n", (), "pub.csv:4: cell x of table pub again (first on "),
+    ("a,value\nTotal,4\nx,2\n", ("--max-n", "3"), "--ptable audits a perturbed publication: "
+     "leave out --max-n"),
+    ("a,value\nTotal,4\nx,2\n", ("--attacker-knows", "all"), "--attacker-knows 'all'"),
+    ("a,value\nTotal,4\nx,2\n", ("--hierarchy", "a"), "--hierarchy 'a': expected VAR=FILE"),
+])
+def test_bad_publications_and_options_are_one_line(folder: Path, run_cli: CliRunner,
+                                                   rows: str, extra: tuple[str, ...],
+                                                   message: str) -> None:
+    pub = _publication(folder, rows)
+    code, out, err = run_cli("tables", "audit", pub, "--ptable", folder / "abs.csv",
+                             "--dimensions", "a", *extra)
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 1 and len(lines) == 1 and not out, err
+    assert message in lines[0].replace(str(folder) + "/", "")
