@@ -21,6 +21,7 @@ from statrecon.engines.linear import LinearOptions
 from statrecon.engines.suppression import ProtectOptions
 from statrecon.errors import OptionError, StatreconError
 from statrecon.experiments.dp_census import DpCensusOptions
+from statrecon.experiments.protections import ProtectionsOptions
 from statrecon.runs.census_protect import CensusProtectOptions
 from statrecon.runs.ckm import PerturbOptions
 from statrecon.runs.job import JobOptions
@@ -59,6 +60,10 @@ BAD: dict[type, list[dict[str, Any]]] = {
     CensusProtectOptions: [{"method": "noise"}, {"seed": -1}, {"base": 1}, {"threshold": -1},
                            {"rounding": "controlled"}, {"rate": 1.5}, {"rate": NAN},
                            {"knowledge": "everything"}],
+    ProtectionsOptions: [{"swap_rates": (0.1, 1.5)}, {"ckm": ((0, 1),)}, {"bases": (1,)},
+                         {"bases": (0,)}, {"thresholds": (0,)}, {"rhos": (0.0,)},
+                         {"seed": -1}, {"rank": -1}, {"delta": 1.0}, {"workers": 0},
+                         {"time_limit": -1.0}, {"certain_time_limit": NAN}],
 }
 # what a class needs besides the field under test (None: nothing)
 REQUIRED: dict[type, dict[str, Any]] = {PerturbOptions: {"tables": (("a",),), "seed": 1},

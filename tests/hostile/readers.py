@@ -383,6 +383,8 @@ OWN_FILES = {
     "runs/stores.py": "the parts and metadata of a resumable run, beside its --out",
     "runs/census_certain.py": "its own resumable parts",
     "experiments/dp_census.py": "the experiment's own step files, resumed",
+    "experiments/protections.py": "the experiment's own rows, resumed (the truth through "
+                                  "census/persons/swap.read_persons)",
     "experiments/census_scores.py": "claims files, checked as evidence (test_census_noise_inputs)",
     "commands/claims.py": "the experiment's own results.md, printed",
     "census/descriptors.py": "package data",

@@ -374,3 +374,82 @@ def dp_census(
     output_console().print(summary_table(rows, f"DP census experiment ({source.name}, seed "
                                                f"{seed}, K = {rank})"))
     output_console().print("wrote " + ", ".join(escape(f) for f in files), highlight=False)
+
+
+# --------------------------------------------------------------------------- protections
+
+
+@experiment_app.command("protections")
+def protections(
+    swap_rates: Annotated[str, typer.Option(
+        help="Record swapping rates, shares of the persons in [0, 1] ('none': left out).")]
+        = "0.05,0.1,0.5",
+    ckm: Annotated[str, typer.Option(
+        help="Cell key perturbation ptables as D:V (maximum noise, variance), comma "
+             "separated.")] = "2:1.08,5:3",
+    bases: Annotated[str, typer.Option(help="Rounding bases (nearest), each >= 2.")]
+        = "3,5,10",
+    thresholds: Annotated[str, typer.Option(
+        help="Suppression thresholds: counts from 1 to t - 1 withheld.")] = "3",
+    rho: Annotated[str, typer.Option(
+        "--rho", help="DP budgets (zCDP), as experiment dp-census; 'none': left out.")]
+        = "0.1,0.5,1,2.63,10,inf",
+    seed: Annotated[int, typer.Option(min=0, help="Seed of every protection, estimate and "
+                                      "baseline.")] = 0,
+    out: Annotated[Path, typer.Option(help="Directory for everything (a rerun resumes it).")]
+        = Path("protections"),
+    truth: Annotated[Path | None, typer.Option(
+        help="True persons (CSV or Parquet); default: the bundled 28 tracts, "
+             f"{BUNDLED_TRUTH}.")] = None,
+    rank: Annotated[int, typer.Option(min=0, help="Re-drawn estimates per tract that score "
+                                      "each person (K).")] = 20,
+    delta: Annotated[float, typer.Option(help="Failure probability of DP's certain-within-"
+                                         "noise claims.")] = 0.05,
+    workers: Annotated[int, typer.Option(min=0, help="Local worker processes; 0 = all "
+                                         "cores.")] = 0,
+    time_limit: Annotated[float | None, typer.Option(
+        min=0.001, help="Solver seconds per tract of a reconstruction (default 600; inf for "
+                        "none).")] = None,
+    certain_time_limit: Annotated[float | None, typer.Option(
+        min=0.001, help="Solver seconds per block of a proof of certain persons (default "
+                        "10; inf for none).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", help="No progress on stderr.")] = False,
+) -> None:
+    """Every protection's utility (error of the published cells) against its risk
+    (reconstruction, persons proven), beside DP and the baselines (PNG, JSON and a README
+    table under --out)."""
+    import os
+
+    from statrecon.commands.progress import run_bar
+    from statrecon.experiments import dp_census as dp
+    from statrecon.experiments import protections as pr
+
+    rhos = () if rho.strip().lower() == "none" else dp.parse_rhos(rho)
+    source = truth or BUNDLED_TRUTH
+    if not source.exists():
+        raise StatreconError(f"{source}: no such file" + (
+            "" if truth else " (run from the repository root, or give --truth FILE)"))
+    options = pr.ProtectionsOptions(
+        swap_rates=pr.parse_rates(swap_rates), ckm=pr.parse_ckm(ckm),
+        bases=pr.parse_whole(bases, "--bases", 2, "a rounding base"),
+        thresholds=pr.parse_whole(thresholds, "--thresholds", 1, "a threshold"),
+        rhos=rhos, seed=seed, rank=rank, delta=delta,
+        workers=workers or os.cpu_count() or 1,
+        time_limit=time_limit_option(time_limit, pr.ProtectionsOptions.time_limit),
+        certain_time_limit=time_limit_option(certain_time_limit,
+                                             pr.ProtectionsOptions.certain_time_limit))
+    folder = check_writable_folder(out, "--out")
+    err = Console(stderr=True)
+    with run_bar("protections", "persons proven", quiet=quiet) as progress:
+        rows = pr.run_experiment(source, folder, options, progress,
+                                 None if quiet else lambda text: err.print(escape(text)))
+    files = [str(folder / f) for f in (pr.SUMMARY_FILE, pr.FIGURE_FILE, pr.README_FILE)]
+    if as_json:
+        sys.stdout.write(json.dumps({"rows": rows, "files": files}) + "\n")
+        return
+    from statrecon.report.protections import summary_table
+
+    output_console().print(summary_table(rows, f"Protections compared ({source.name}, seed "
+                                               f"{seed}, K = {rank})"))
+    output_console().print("wrote " + ", ".join(escape(f) for f in files), highlight=False)

@@ -102,9 +102,13 @@ def parse_rhos(text: str) -> tuple[float, ...]:
 
 
 def _check_params(out: Path, truth: Path, options: DpCensusOptions) -> None:
-    """A folder holds one experiment: reusing it with other settings would mix results."""
-    params = {"truth": truth.name, "seed": options.seed, "rank": options.rank,
-              "delta": options.delta, "certify": options.certify}
+    check_params(out, {"truth": truth.name, "seed": options.seed, "rank": options.rank,
+                       "delta": options.delta, "certify": options.certify})
+
+
+def check_params(out: Path, params: dict[str, Any]) -> None:
+    """A folder holds one experiment: reusing it with other settings would mix results
+    (``params`` written the first time, refused when they differ later)."""
     path = out / PARAMS_FILE
     if path.exists():
         try:
@@ -184,13 +188,13 @@ def run_rho(truth: Path, rho: float, out: Path, options: DpCensusOptions,
         result["delta"] = 0.0
     result["rho"] = rho_label(rho)
     result["seconds"] = {"reconstruct": round(recon_s, 2), "certain": round(certain_s, 2),
-                         **_tract_seconds(recon),
+                         **tract_seconds(recon),
                          "tracts_certain": _certain_seconds(certain)}
     _json(compared, result)
     return result
 
 
-def _tract_seconds(recon: Path) -> dict[str, float]:
+def tract_seconds(recon: Path) -> dict[str, float]:
     """CPU seconds the tracts took (solve, certify, rank), from the reconstruction's own
     records: right even when this run only resumed it (its wall time is then short)."""
     meta = json.loads((pq.read_schema(recon).metadata or {})[STORE_KEY])

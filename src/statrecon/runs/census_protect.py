@@ -135,7 +135,7 @@ def protect_census(persons: pd.DataFrame, options: CensusProtectOptions,
     """Publish the person tables of ``persons`` (a checked persons frame, as
     ``census/persons/swap.read_persons`` gives: block_geoid, sex, age, the race flags and
     hispanic as booleans) under ``options``."""
-    cells = tuple(c for c in select_cells(tables) if not c.is_median)
+    cells = count_cells(tables)
     if options.method == "swap":
         plan = PersonsSwap(rate=options.rate, seed=options.seed)
         swapped = swapped_file(persons, swap_persons(persons, plan))
@@ -153,6 +153,18 @@ def protect_census(persons: pd.DataFrame, options: CensusProtectOptions,
               for true, level in zip(_tabulate(persons, cells), LEVELS, strict=True)]
     return ProtectedCensus(options, cells, levels[0], levels[1], _statement(options))
 
+
+
+def count_cells(tables: str = "sf1-persons") -> tuple[Sf1Cell, ...]:
+    """The cells a protected release publishes: the tables' counts (medians left out)."""
+    return tuple(c for c in select_cells(tables) if not c.is_median)
+
+
+def true_tables(persons: pd.DataFrame, cells: tuple[Sf1Cell, ...]
+                ) -> tuple[BoundedCells, BoundedCells]:
+    """The true counts of ``cells`` (block, tract) as geographies x cells in ``published``
+    (bounds left empty): what a protection is measured against."""
+    return _tabulate(persons, cells)
 
 
 def _total_column(cells: tuple[Sf1Cell, ...], level: str) -> int | None:
