@@ -80,6 +80,8 @@ def test_nothing_proven_is_false_but_under_swapping(
             assert r["certain_false"] == 0, r["key"]
     swap = next(r for r in rows if r["method"] == "swap")
     assert swap["of_truth"] is False and swap["certain"] > 0
+    assert 0.5 <= swap["moved"] <= 1  # the rate's pairs, and more: every person at risk
+    assert all(r["moved"] is None for r in rows if r["method"] not in ("swap", "dp"))
 
 
 def test_rounding_utility_is_what_it_claims(truth: Path,

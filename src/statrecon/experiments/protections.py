@@ -43,8 +43,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from statrecon.census.persons.microdata import BLOCK_COLUMN
 from statrecon.census.persons.release import CensusRelease, ReleaseNoise, read_release
-from statrecon.census.persons.swap import read_persons
+from statrecon.census.persons.swap import read_persons, swap_persons, swapped_file
 from statrecon.engines.census import DEFAULT_TRACT_TIME_LIMIT, CensusOptions
 from statrecon.errors import StatreconError, check_count, check_option, check_time_limit
 from statrecon.experiments import dp_census
@@ -60,6 +61,7 @@ from statrecon.runs.census_protect import (
     ProtectedCensus,
     count_cells,
     protect_census,
+    swap_plan,
     true_tables,
 )
 from statrecon.runs.progress import Progress, Step
@@ -275,7 +277,18 @@ def run_protected(truth_path: Path, persons: pd.DataFrame,
                "top-down estimate, noise-weighted")}
     return {"method": setting.method, "parameter": setting.parameter, "key": setting.key,
             "statement": protected.statement, "of_truth": protected.of_truth,
-            **used, **row}
+            "moved": moved_share(persons, setting.protect), **used, **row}
+
+
+def moved_share(persons: pd.DataFrame, options: CensusProtectOptions) -> float | None:
+    """Swapping: the share of persons the swap moves to another block (the rate's pairs and
+    every person at risk, counted below k in its block: often far more than the rate), by
+    the same seeded swap ``protect_census`` makes; None for the other methods."""
+    if options.method != "swap":
+        return None
+    swapped = swapped_file(persons, swap_persons(persons, swap_plan(options)))
+    before = persons[BLOCK_COLUMN].astype(str).to_numpy()
+    return float((swapped[BLOCK_COLUMN].astype(str).to_numpy() != before).mean())
 
 
 RISK_KEYS = ("persons", "agreement_exact", "agreement_binned", "precision_unique",

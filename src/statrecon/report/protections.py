@@ -75,6 +75,12 @@ def _certain(r: dict[str, Any]) -> str:
     return "–" if r["certain"] is None else f"{r['certain']:,} ({r['certain_false']:,})"
 
 
+def _parameter(r: dict[str, Any]) -> str:
+    """The parameter, and for swapping the share of persons actually moved."""
+    moved = r.get("moved")
+    return r["parameter"] if moved is None else f"{r['parameter']} ({moved:.0%} moved)"
+
+
 def markdown(rows: list[dict[str, Any]], header: str) -> str:
     """The README of an experiment folder: one row per setting."""
     lines = [header, "",
@@ -84,7 +90,7 @@ def markdown(rows: list[dict[str, Any]], header: str) -> str:
              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         lines.append(
-            f"| {r['method']} | {r['parameter']} | {_num(r['mae'])} | "
+            f"| {r['method']} | {_parameter(r)} | {_num(r['mae'])} | "
             f"{_pct(r['exact_share'])} | {_num(r['race_mae'])} | {_num(r['age_mae'])} | "
             f"{_pct(r['agreement_exact'])} | {_pct(r['agreement_binned'])} | "
             f"{_pct(r['precision_nonmodal'])} | {_pct(r['precision_at_10pct'])} | "
@@ -107,6 +113,6 @@ def summary_table(rows: list[dict[str, Any]], title: str) -> Table:
                    "certain (false)"):
         table.add_column(column, justify="right")
     for r in rows:
-        table.add_row(r["method"], r["parameter"], _num(r["mae"]), _pct(r["exact_share"]),
+        table.add_row(r["method"], _parameter(r), _num(r["mae"]), _pct(r["exact_share"]),
                       _pct(r["agreement_exact"]), _pct(r["agreement_binned"]), _certain(r))
     return table

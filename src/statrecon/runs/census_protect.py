@@ -137,8 +137,7 @@ def protect_census(persons: pd.DataFrame, options: CensusProtectOptions,
     hispanic as booleans) under ``options``."""
     cells = count_cells(tables)
     if options.method == "swap":
-        plan = PersonsSwap(rate=options.rate, seed=options.seed)
-        swapped = swapped_file(persons, swap_persons(persons, plan))
+        swapped = swapped_file(persons, swap_persons(persons, swap_plan(options)))
         block, tract = _tabulate(swapped, cells)
         points = [BoundedCells(t.geoids, t.published, t.published, t.published)
                   for t in (block, tract)]
@@ -153,6 +152,12 @@ def protect_census(persons: pd.DataFrame, options: CensusProtectOptions,
               for true, level in zip(_tabulate(persons, cells), LEVELS, strict=True)]
     return ProtectedCensus(options, cells, levels[0], levels[1], _statement(options))
 
+
+
+def swap_plan(options: CensusProtectOptions) -> PersonsSwap:
+    """The swap a ``swap`` release makes (``census swap``'s defaults: k = 3, partners of the
+    same voting age within the tract), at the options' rate and seed."""
+    return PersonsSwap(rate=options.rate, seed=options.seed)
 
 
 def count_cells(tables: str = "sf1-persons") -> tuple[Sf1Cell, ...]:
