@@ -55,6 +55,7 @@ EXIT_CODES: dict[str, dict[int, str]] = {
     "experiment dinur-nissim": {},
     "experiment diffix": {},
     "experiment dp-census": {},  # tracts and blocks cut short are counted in its output
+    "experiment protections": {},  # blocks cut short claim nothing, counted in its rows
     "census tabulate": {},
     "census swap": {},
     "census reconstruct": {2: "the tables of a tract contradict each other (conflicting "

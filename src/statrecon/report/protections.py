@@ -95,9 +95,13 @@ def markdown(rows: list[dict[str, Any]], header: str) -> str:
             f"{_pct(r['agreement_exact'])} | {_pct(r['agreement_binned'])} | "
             f"{_pct(r['precision_nonmodal'])} | {_pct(r['precision_at_10pct'])} | "
             f"{_certain(r)} | {r.get('seconds', 0):.0f} |")
-    base = next((r for r in rows if r["block_majority_binned"] is not None), None)
+    scored = [r for r in rows if r["block_majority_binned"] is not None]
+    # the baselines guess from the persons per block a reconstruction holds: the true ones
+    # where a setting publishes the tables unchanged (DP at rho = inf)
+    base = next((r for r in scored if r["mae"] == 0), scored[0] if scored else None)
     if base is not None:
-        lines += ["", f"Baselines (from the published persons per block): block majority "
+        lines += ["", f"Baselines ({base['method']}, {base['parameter']}: guesses from its "
+                  "reconstruction's persons per block): block majority "
                   f"{_pct(base['block_majority_exact'])} exact, "
                   f"{_pct(base['block_majority_binned'])} by age group; a draw from the "
                   f"tract {_pct(base['tract_draw_exact'])} / "
