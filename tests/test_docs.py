@@ -147,3 +147,9 @@ def test_the_notebooks_run(path: Path, tmp_path: Path) -> None:
         assert "disclosed" in views[0] and "table class=tg" in views[0]
         assert "Protection:" in views[1] and "× secondary" in views[1]
         assert re.search(r"Audit: (\d+) suppressed cells, \1 protected</b>", views[2])
+
+
+def test_the_readme_stays_a_front_page() -> None:
+    """Issue 31: the README is the front page, at most 200 lines (the rest is in the site)."""
+    lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 200, f"README.md has {len(lines)} lines: move detail into docs/"
