@@ -23,7 +23,7 @@ from statrecon.errors import OptionError, StatreconError
 from statrecon.experiments.dp_census import DpCensusOptions
 from statrecon.experiments.protections import ProtectionsOptions
 from statrecon.runs.census_protect import CensusProtectOptions
-from statrecon.runs.ckm import PerturbOptions
+from statrecon.runs.ckm import PerturbOptions, PublicationOptions
 from statrecon.runs.job import JobOptions
 from statrecon.runs.rounding import RoundOptions
 
@@ -55,6 +55,8 @@ BAD: dict[type, list[dict[str, Any]]] = {
                    {"workers": 0}],
     JobOptions: [{"method": "MOD"}, {"cost": "weight"}, {"cost_lambda": -1},
                  {"apriori": "wide"}],
+    PublicationOptions: [{"dimensions": ()}, {"knowledge": "all"},
+                         {"threshold": -1}],
     PerturbOptions: [{"tables": ()}, {"tables": ((),)}, {"knowledge": "all"},
                      {"threshold": -1}, {"record_key": "key"}],
     CensusProtectOptions: [{"method": "noise"}, {"seed": -1}, {"base": 1}, {"threshold": -1},
@@ -67,6 +69,7 @@ BAD: dict[type, list[dict[str, Any]]] = {
 }
 # what a class needs besides the field under test (None: nothing)
 REQUIRED: dict[type, dict[str, Any]] = {PerturbOptions: {"tables": (("a",),), "seed": 1},
+                                        PublicationOptions: {"dimensions": ("a",)},
                                         CensusProtectOptions: {"method": "round"}}
 
 
