@@ -30,8 +30,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import os
-import platform
 import sys
 import time
 from collections.abc import Sequence
@@ -45,21 +43,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks" / "peers"))
 
 import easysdctable as peer  # noqa: E402  (benchmarks/peers is not a package)
+from _machine import describe  # noqa: E402  (benchmarks/, the script's folder)
 
 from statrecon.engines.intervals.tables import problem_from_tables  # noqa: E402
 from statrecon.tables import CellStatus, TableSet  # noqa: E402
-
-
-def machine() -> str:
-    """Platform, CPU model (Linux's /proc/cpuinfo when there), CPU count, Python."""
-    model = platform.processor() or platform.machine()
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.exists():
-        names = [line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines()
-                 if line.startswith("model name")]
-        model = names[0] if names else model
-    return (f"{platform.platform()}, {model}, {os.cpu_count()} CPUs, "
-            f"Python {platform.python_version()}")
 
 
 def _protect_module() -> Any | None:
@@ -191,7 +178,7 @@ EXACT_MAX_CELLS = 1000  # --exact runs on the tables up to this size (z2, z3)
 
 def bench(names: Sequence[str], time_limit: float | None = None,
           gauss_audit: bool = False, exact: float | None = None) -> None:
-    print(f"machine: {machine()}")
+    print(f"machine: {describe()}")
     rows = peer.load_comparison()
     module = _protect_module()
     summary = []

@@ -42,7 +42,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -53,6 +52,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from _machine import describe  # benchmarks/ is the script's folder
 
 from statrecon.engines.suppression import ProtectOptions
 from statrecon.runs.tables import protect_tables
@@ -114,18 +114,6 @@ def tables(micro: pd.DataFrame) -> TableSet:
         response="turnover", name=name, tops=2), rules)
         for name, third in THIRD.items()]
     return TableSet(tuple(made))
-
-
-def machine() -> str:
-    cpuinfo = Path("/proc/cpuinfo")
-    model = platform.machine()
-    if cpuinfo.exists():
-        names = [line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines()
-                 if line.startswith("model name")]
-        model = names[0] if names else model
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    return (f"{platform.system()} {platform.machine()}, {model}, {os.cpu_count()} CPUs, "
-            f"load {load:.1f}, Python {platform.python_version()}")
 
 
 # ------------------------------------------------------------------------------ statrecon
@@ -392,7 +380,7 @@ def main(argv: list[str] | None = None) -> int:
     cells = ts.cells()
     primary = sum(c.status is CellStatus.PRIMARY for c in cells)
     empty = sum(c.value == 0 and not c.frequency for c in cells)
-    print(f"machine: {machine()}")
+    print(f"machine: {describe()}")
     print(f"{args.firms:,} firms (seed {args.seed}) -> tables A {sizes[0]:,} and B "
           f"{sizes[1]:,} cells, {len(ts.keys()):,} distinct (linked), "
           f"{len(ts.equations().names):,} equations; {primary:,} primary "
