@@ -182,3 +182,19 @@ def test_bad_publications_and_options_are_one_line(folder: Path, run_cli: CliRun
     lines = [line for line in err.splitlines() if line.strip()]
     assert code == 1 and len(lines) == 1 and not out, err
     assert message in lines[0].replace(str(folder) + "/", "")
+
+
+def test_a_cell_without_a_row_is_only_at_least_zero(folder: Path, run_cli: CliRunner) -> None:
+    """No Total row (published without margins): the total is not known beyond 0 a priori,
+    and the equation gives it x + y, each in 1..4 from its published 2."""
+    pub = _publication(folder, "a,value\nx,2\ny,2\n")
+    code, out, err = run_cli("tables", "audit", pub, "--ptable", folder / "abs.csv",
+                             "--dimensions", "a", "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    cells = {c["name"]: c for c in report["audit"]["cells"]}
+    assert report["not_published"] == 1 and cells["Total"]["published"] is None
+    assert cells["Total"]["a_priori"] == [0, None]
+    total = cells["Total"]["integer"]
+    assert (total["lower_exact"], total["upper_exact"]) == ("2", "8")
+    assert cells["Total"]["narrowed"] and cells["Total"]["value"] is None
