@@ -27,8 +27,6 @@ sees): a true count outside would be a soundness bug, and the script fails.
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import sys
 import tempfile
 import time
@@ -38,6 +36,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from _machine import describe  # benchmarks/ is the script's folder
 
 from statrecon.engines.ckm import PTableParams, build_ptable
 from statrecon.engines.intervals import AuditOptions
@@ -132,18 +131,6 @@ def _progress() -> Callable[[int, int], None]:
     return tell
 
 
-def machine() -> str:
-    cpuinfo = Path("/proc/cpuinfo")
-    model = platform.machine()
-    if cpuinfo.exists():
-        names = [line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines()
-                 if line.startswith("model name")]
-        model = names[0] if names else model
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    return (f"{platform.system()} {platform.machine()}, {model}, {os.cpu_count()} CPUs, "
-            f"load {load:.1f} at the start, Python {platform.python_version()}")
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--persons", type=int, default=1_000_000)
@@ -157,7 +144,7 @@ def main() -> int:
     parser.add_argument("--regions", type=int, default=REGIONS,
                         help="regions of as many districts (21: 102,786 distinct cells)")
     args = parser.parse_args()
-    print(f"machine: {machine()}")
+    print(f"machine: {describe()}")
     t0 = time.perf_counter()
     frame = microdata(args.persons, args.seed, args.regions)
     district = district_hierarchy(list(frame["district"].unique()))
