@@ -65,7 +65,8 @@ def plot(rows: list[dict[str, Any]], path: Path) -> Path:
     return path
 
 
-def _pct(value: float | None) -> str:
+def percent(value: float | None) -> str:
+    """A share as ``12.3%``, or ``–`` where there is none (the experiments' tables)."""
     return "–" if value is None else f"{100 * value:.1f}%"
 
 
@@ -79,10 +80,10 @@ def markdown(rows: list[dict[str, Any]], header: str) -> str:
     for r in sorted(rows, key=lambda r: _x(r["rho"])):
         certain = r["certain_within_noise"]
         lines.append(
-            f"| {r['rho']} | {_pct(r['agreement_exact'])} | {_pct(r['agreement_binned'])} | "
-            f"{_pct(r['block_majority_exact'])} / {_pct(r['block_majority_binned'])} | "
-            f"{_pct(r['precision_nonmodal'])} | {_pct(r['precision_at_1pct'])} | "
-            f"{_pct(r['precision_at_10pct'])} | {_pct(r['precision_at_10pct_binned'])} | "
+            f"| {r['rho']} | {percent(r['agreement_exact'])} | {percent(r['agreement_binned'])} | "
+            f"{percent(r['block_majority_exact'])} / {percent(r['block_majority_binned'])} | "
+            f"{percent(r['precision_nonmodal'])} | {percent(r['precision_at_1pct'])} | "
+            f"{percent(r['precision_at_10pct'])} | {percent(r['precision_at_10pct_binned'])} | "
             + ("–" if certain is None else
                f"{certain:,} ({r['certain_within_noise_not_in_truth']:,})")
             + f" | {r['tracts_cpu_s']:.0f} | {r['certain_cpu_s']:.0f} |")

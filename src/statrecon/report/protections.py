@@ -10,6 +10,7 @@ from typing import Any
 from rich.table import Table
 
 from statrecon.outputs import write_atomically
+from statrecon.report.dp_census import percent
 from statrecon.report.figures import agg_figure
 
 METHODS = ("swap", "ckm", "round", "suppress", "dp")
@@ -63,10 +64,6 @@ def plot(rows: list[dict[str, Any]], path: Path) -> Path:
     return path
 
 
-def _pct(value: float | None) -> str:
-    return "–" if value is None else f"{100 * value:.1f}%"
-
-
 def _num(value: float | None, digits: int = 2) -> str:
     return "–" if value is None else f"{value:.{digits}f}"
 
@@ -91,9 +88,9 @@ def markdown(rows: list[dict[str, Any]], header: str) -> str:
     for r in rows:
         lines.append(
             f"| {r['method']} | {_parameter(r)} | {_num(r['mae'])} | "
-            f"{_pct(r['exact_share'])} | {_num(r['race_mae'])} | {_num(r['age_mae'])} | "
-            f"{_pct(r['agreement_exact'])} | {_pct(r['agreement_binned'])} | "
-            f"{_pct(r['precision_nonmodal'])} | {_pct(r['precision_at_10pct'])} | "
+            f"{percent(r['exact_share'])} | {_num(r['race_mae'])} | {_num(r['age_mae'])} | "
+            f"{percent(r['agreement_exact'])} | {percent(r['agreement_binned'])} | "
+            f"{percent(r['precision_nonmodal'])} | {percent(r['precision_at_10pct'])} | "
             f"{_certain(r)} | {r.get('seconds', 0):.0f} |")
     scored = [r for r in rows if r["block_majority_binned"] is not None]
     # the baselines guess from the persons per block a reconstruction holds: the true ones
@@ -102,10 +99,10 @@ def markdown(rows: list[dict[str, Any]], header: str) -> str:
     if base is not None:
         lines += ["", f"Baselines ({base['method']}, {base['parameter']}: guesses from its "
                   "reconstruction's persons per block): block majority "
-                  f"{_pct(base['block_majority_exact'])} exact, "
-                  f"{_pct(base['block_majority_binned'])} by age group; a draw from the "
-                  f"tract {_pct(base['tract_draw_exact'])} / "
-                  f"{_pct(base['tract_draw_binned'])}."]
+                  f"{percent(base['block_majority_exact'])} exact, "
+                  f"{percent(base['block_majority_binned'])} by age group; a draw from the "
+                  f"tract {percent(base['tract_draw_exact'])} / "
+                  f"{percent(base['tract_draw_binned'])}."]
     return "\n".join(lines) + "\n"
 
 
@@ -117,6 +114,6 @@ def summary_table(rows: list[dict[str, Any]], title: str) -> Table:
                    "certain (false)"):
         table.add_column(column, justify="right")
     for r in rows:
-        table.add_row(r["method"], _parameter(r), _num(r["mae"]), _pct(r["exact_share"]),
-                      _pct(r["agreement_exact"]), _pct(r["agreement_binned"]), _certain(r))
+        table.add_row(r["method"], _parameter(r), _num(r["mae"]), percent(r["exact_share"]),
+                      percent(r["agreement_exact"]), percent(r["agreement_binned"]), _certain(r))
     return table
