@@ -118,6 +118,8 @@ def _vertex(rows: Rows, b: Sequence[Fraction], lo: Sequence[Fraction | None],
             if bound is not None and _at_bound(float(v), bound):
                 fixed[i] = bound
     free = [i for i in range(len(x)) if i not in fixed]
+    if free and len(rows) * len(free) > MAX_EXACT_ENTRIES:
+        return None  # solve_near would refuse it: not worth a dense matrix of Fractions
     col = {c: t for t, c in enumerate(free)}
     matrix = [[Fraction(0)] * len(free) for _ in rows]
     rhs = list(b)
@@ -182,6 +184,8 @@ def multiplier_candidates(rows: Rows, n: int, cost: Mapping[int, Fraction | int]
             d[i] -= float(u[k]) * a
     basic = [i for i in range(n) if abs(d[i]) <= AT_BOUND
              or not (_at_bound(float(x[i]), lo[i]) or _at_bound(float(x[i]), hi[i]))]
+    if rows and len(basic) * len(rows) > MAX_EXACT_ENTRIES:
+        return  # solve_near would refuse it: not worth a dense matrix of Fractions
     where = {i: t for t, i in enumerate(basic)}
     matrix = [[Fraction(0)] * len(rows) for _ in basic]
     for k, row in enumerate(rows):
