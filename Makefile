@@ -84,7 +84,7 @@ bench: $(STAMP)
 		$(if $(CHECKTAUARGUS),--checktauargus $(CHECKTAUARGUS)) $(if $(TAUARGUS),--tauargus $(TAUARGUS))
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks docs
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache
 
