@@ -198,3 +198,17 @@ def test_a_cell_without_a_row_is_only_at_least_zero(folder: Path, run_cli: CliRu
     total = cells["Total"]["integer"]
     assert (total["lower_exact"], total["upper_exact"]) == ("2", "8")
     assert cells["Total"]["narrowed"] and cells["Total"]["value"] is None
+
+
+@pytest.mark.timeout(30)  # building the grid first (the old reader) runs out of time or memory
+def test_a_grid_over_the_size_limit_is_refused_before_it_is_built(folder: Path,
+                                                                  run_cli: CliRunner) -> None:
+    """Four dimensions of 180 codes each in 180 rows: a full grid of 181^4 = 1,073,283,121
+    cells, far over MAX_CELLS; one line naming the file, before any cell is made."""
+    rows = ["a,b,c,d,value"] + [f"{k},{k},{k},{k},1" for k in range(180)]
+    pub = _publication(folder, "\n".join(rows) + "\n")
+    code, out, err = run_cli("tables", "audit", pub, "--ptable", folder / "abs.csv",
+                             "--dimensions", "a,b,c,d")
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 1 and len(lines) == 1 and not out, err
+    assert "1,073,283,121 cells" in lines[0] and "pub.csv" in lines[0]

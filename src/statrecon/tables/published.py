@@ -28,7 +28,16 @@ from statrecon.errors import InconsistentReleaseError, StatreconError
 from statrecon.number_reader import NumberError, parse_number
 from statrecon.tables import _rda
 from statrecon.tables.frames import code_text, load_frame, require_columns
-from statrecon.tables.model import Cell, CellStatus, Hierarchy, Key, Table, TableSet, show_code
+from statrecon.tables.model import (
+    Cell,
+    CellStatus,
+    Hierarchy,
+    Key,
+    Table,
+    TableSet,
+    check_grid_size,
+    show_code,
+)
 from statrecon.tables.values import show
 
 WITHHELD = "x"
@@ -191,6 +200,7 @@ def _table(path: Path, name: str, rows: list[int], dimensions: Sequence[str],
         places[combo] = r
         keys.append(frozenset((v, c) for v, c in zip(variables, combo, strict=True)
                               if c != found[v].total))
+    check_grid_size((found[v] for v in variables), where=f"{path}: table {name}")
     grid: itertools.product[tuple[str, ...]] = itertools.product(
         *(found[v].codes() for v in variables))
     cells = tuple(Cell(tuple(zip(variables, combo, strict=True)), Fraction(0), None,
