@@ -153,8 +153,9 @@ def audit(
         help="SOURCE is a publication perturbed with this ptable (CSV/Parquet: ONS's pcv, "
              "ckey, pvalue or ABS's i, j, p, v, p_int_lb, p_int_ub), one row per cell "
              "(--dimensions, --value; a 'table' column for linked tables; x: withheld): "
-             "audit every true count behind it. Exit 2: a published value the ptable cannot "
-             "produce.")] = None,
+             "audit every true count behind it (--time-limit per cell; the one table that "
+             "fits, its start, gets at least 120 s). Exit 2: a published value the ptable "
+             "cannot produce.")] = None,
     attacker_knows: Annotated[str, typer.Option(
         "--attacker-knows", help="--ptable: what the attacker is assumed to know, stated in "
         "the output: ptable (the worst case), d (only D) or nothing.")] = "ptable",
