@@ -231,8 +231,9 @@ def test_rules_a_table_cannot_apply_are_refused() -> None:
                                 parse_safety_rule("FREQ(2,10)|FREQ(3,10)", WHERE))
 
 
-@given(st.lists(st.tuples(st.integers(0, 5), st.one_of(st.integers(-50, 50),
-                                                      st.integers(-2**70, 2**70))),
+@given(st.lists(st.tuples(st.integers(0, 5),
+                          st.one_of(st.integers(-50, 50), st.integers(-2**61, 2**61),
+                                    st.integers(-2**70, 2**70))),
                 max_size=40),
        st.integers(1, 3), st.sampled_from([1, 100]))
 def test_the_int64_top_contributions_equal_the_exact_group_walk(

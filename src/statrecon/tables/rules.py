@@ -549,10 +549,7 @@ def _top_facts(cell: np.ndarray, x: np.ndarray, tops: int, scale: int
     walking 54,000 pandas groups took 10 s of a 1,000,000-record job (issue 28's scale)."""
     if not len(x) or max(abs(int(x.max())), abs(int(x.min()))) >= INT64_SAFE:
         return None if len(x) else {}
-    xs = x.astype(np.int64)
-    cs = np.asarray(cell, dtype=np.int64)
-    order = np.lexsort((-xs, cs))  # by cell, then largest first
-    cs, xs = cs[order], xs[order]
+    cs, xs = _by_cell_largest_first(np.asarray(cell, dtype=np.int64), x.astype(np.int64))
     starts = np.flatnonzero(np.r_[True, cs[1:] != cs[:-1]])
     counts = np.diff(np.r_[starts, len(cs)])
     tops_of = [np.where(counts > k, xs[np.minimum(starts + k, len(xs) - 1)], 0).tolist()
@@ -562,6 +559,21 @@ def _top_facts(cell: np.ndarray, x: np.ndarray, tops: int, scale: int
         top = tuple(Fraction(tops_of[k][g], scale) for k in range(min(tops, n)))
         found[c] = Facts(n, top)
     return found
+
+
+def _by_cell_largest_first(cs: np.ndarray, xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The pairs (cell, contribution) sorted by cell, then largest first. One sort of the
+    key ``cell * span + (largest - x)`` where it fits int64 (0.1 s for 18,000,000 pairs,
+    where ``lexsort`` took 6 s); ``lexsort`` otherwise."""
+    if not len(xs):
+        return cs, xs
+    high, span = int(xs.max()), int(xs.max()) - int(xs.min()) + 1
+    if int(cs.min()) >= 0 and (int(cs.max()) + 1) * span < 2**63:
+        key = cs * span + (high - xs)
+        key.sort()
+        return key // span, high - key % span
+    order = np.lexsort((-xs, cs))
+    return cs[order], xs[order]
 
 
 def _level_facts(pairs: pd.DataFrame, tops: int, scale: int, weight_scale: int | None
