@@ -16,7 +16,7 @@ value: the interval extends at least that far (``Bound`` status ``reached``), no
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -51,6 +51,21 @@ class Reached:
     lower: tuple[Fraction, Pairs] | None = None
     either: bool = False  # levels (0, 0): one side beyond the value is enough
     sliding: Fraction = Fraction(0)  # the values reached must also be this far apart
+
+    def keep(self, other: Reached) -> None:
+        """Take ``other``'s witnesses (the same cell's) where they reach further."""
+        if other.upper is not None and (self.upper is None or other.upper[0] > self.upper[0]):
+            self.upper = other.upper
+        if other.lower is not None and (self.lower is None or other.lower[0] < self.lower[0]):
+            self.lower = other.lower
+
+    def offer(self, up: bool, value: Fraction, witness: Pairs) -> None:
+        """Keep a completion (checked by the caller) that puts the cell at ``value``, on
+        the side ``up``, where it reaches further than the one kept."""
+        if up and value > self.value and (self.upper is None or value > self.upper[0]):
+            self.upper = (value, witness)
+        elif not up and value < self.value and (self.lower is None or value < self.lower[0]):
+            self.lower = (value, witness)
 
     def ends(self) -> tuple[Fraction, Fraction]:
         """The lowest and highest values reached (the true value where none)."""
@@ -145,11 +160,17 @@ Step = Callable[[dict[int, "Reached"]], None]
 
 
 def reach(prep: Prepared, cells: Sequence[int], deadline: Deadline, seed: int = 0,
-          on_step: Step | None = None) -> dict[int, Reached]:
+          on_step: Step | None = None, start: Mapping[int, Reached] | None = None
+          ) -> dict[int, Reached]:
     """Exact completions pushing each of ``cells`` (suppressed cells of ``prep``) to the
     ends its protection asks for. Each cell's entry says how far they reached.
-    ``on_step(entries)`` after each LP (a progress report may count the cells met)."""
+    ``on_step(entries)`` after each LP (a progress report may count the cells met).
+    ``start``: witnesses found under a part of this pattern (still completions here: they
+    move only cells suppressed then, so suppressed now), each cell's kept where further."""
     out = targets(prep, cells)
+    for j, old in (start or {}).items():
+        if j in out:
+            out[j].keep(old)
     by_comp: dict[int, list[int]] = {}
     for j in cells:
         by_comp.setdefault(prep.component_of[j], []).append(j)

@@ -13,6 +13,8 @@ from fractions import Fraction
 from functools import cached_property
 from typing import Literal
 
+import numpy as np
+
 from statrecon.engines.intervals import AuditResult, CellAudit, IntervalProblem
 from statrecon.engines.intervals.moves import move
 from statrecon.engines.intervals.problem import Prepared
@@ -20,6 +22,7 @@ from statrecon.engines.intervals.reach import Reached, protected_audit, reach
 from statrecon.engines.solvers.cpsat import Deadline
 from statrecon.engines.suppression.cuts import AuditMap, Cut, Oracle
 from statrecon.engines.suppression.inner import breadth, inner_cells
+from statrecon.engines.suppression.routes import Routes
 from statrecon.errors import check_choice, check_count, check_time_limit
 
 Method = Literal["fast", "exact"]
@@ -99,6 +102,14 @@ class Run:
         return inner_cells(self.problem.matrix)
 
     @cached_property
+    def routes(self) -> Routes:
+        """The route LPs of :mod:`.routes` over the cells that are or may be suppressed."""
+        p = self.problem
+        movable = np.flatnonzero([h or c for h, c in zip(p.hidden, self.candidates,
+                                                          strict=True)])
+        return Routes(p, movable, [float(c) for c in self.costs])
+
+    @cached_property
     def breadth(self) -> list[float]:
         return breadth(self.problem, self.inner)
 
@@ -148,15 +159,17 @@ class Repair:
     audits: dict[int, CellAudit] = field(default_factory=dict)
     proven: dict[int, CellAudit] = field(default_factory=dict)
     proven_at: dict[int, int] = field(default_factory=dict)
+    reached: dict[int, Reached] = field(default_factory=dict)  # witnesses of cells not proven
 
     def grow(self, run: Run, added: set[int]) -> None:
         self.order += sorted(added, key=lambda j: (run.costs[j], j))
         self.suppressed = self.suppressed | added
 
 
-def by_witness(run: Run, state: Repair) -> list[int]:
+def by_witness(run: Run, state: Repair, one_by_one: bool = True) -> list[int]:
     """Prove what witness tables can (:mod:`statrecon.engines.intervals.reach`): few LPs
-    cover many cells. Returns the primary cells left unproven."""
+    cover many cells. Returns the primary cells left unproven. ``one_by_one``: as
+    :func:`statrecon.engines.intervals.moves.move`'s."""
     todo = [i for i in run.primaries if i not in state.proven]
     prep = run.oracle.prepared(state.suppressed)
     told = [time.monotonic()]
@@ -167,8 +180,9 @@ def by_witness(run: Run, state: Repair) -> list[int]:
             met = sum(r.met() for r in reached.values())
             run.progress("witness", len(state.proven) + met, len(run.primaries))
 
-    reached = reach(prep, todo, run.deadline, on_step=tick)
-    move(prep, reached, run.deadline, on_step=tick)
+    reached = reach(prep, todo, run.deadline, on_step=tick, start=state.reached)
+    move(prep, reached, run.deadline, on_step=tick, one_by_one=one_by_one)
+    state.reached = reached
     return keep_met(run, state, prep, reached, todo)
 
 
