@@ -45,11 +45,12 @@ REWARD = 1000.0  # what moving an asked cell one unit towards its goal is worth 
 
 
 def move(prep: Prepared, reached: dict[int, Reached], deadline: Deadline,
-         on_step: Step | None = None, one_by_one: bool = True) -> None:
+         on_step: Step | None = None, one_by_one: int | None = None) -> None:
     """Extend ``reached`` (from :func:`.reach.reach`) with small integer moves for the cells
     still short of their protection. ``on_step(reached)`` after each cell or batch.
-    ``one_by_one``: after the batches, each cell left on its own (False: a caller with a
-    cheaper way for those, :mod:`statrecon.engines.suppression.routes`)."""
+    ``one_by_one``: after the batches, each cell left is moved on its own only where at
+    most this many are left in its component (None: always); a caller with a cheaper way
+    for many (:mod:`statrecon.engines.suppression.routes`) passes a bound."""
     by_comp: dict[int, list[Reached]] = {}
     for r in reached.values():
         by_comp.setdefault(prep.component_of[r.cell], []).append(r)
@@ -64,8 +65,9 @@ def move(prep: Prepared, reached: dict[int, Reached], deadline: Deadline,
             if on_step is not None:
                 mover.on_step = lambda: on_step(reached)
             mover.batched(cells, deadline)
-            if one_by_one:
-                mover.run([r for r in cells if not r.met()], deadline)
+            left = [r for r in cells if not r.met()]
+            if one_by_one is None or len(left) <= one_by_one:
+                mover.run(left, deadline)
 
 
 class Mover:

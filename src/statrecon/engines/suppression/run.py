@@ -166,7 +166,7 @@ class Repair:
         self.suppressed = self.suppressed | added
 
 
-def by_witness(run: Run, state: Repair, one_by_one: bool = True) -> list[int]:
+def by_witness(run: Run, state: Repair, one_by_one: int | None = None) -> list[int]:
     """Prove what witness tables can (:mod:`statrecon.engines.intervals.reach`): few LPs
     cover many cells. Returns the primary cells left unproven. ``one_by_one``: as
     :func:`statrecon.engines.intervals.moves.move`'s."""
