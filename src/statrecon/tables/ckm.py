@@ -36,6 +36,7 @@ import pandas as pd
 from statrecon import inputs
 from statrecon.errors import InconsistentReleaseError, StatreconError
 from statrecon.number_reader import NumberError, parse_number
+from statrecon.tables.frames import row_error
 from statrecon.tables.model import Cell, Key, Table, TableSet
 from statrecon.tables.rules import TableSpec, tabulate
 from statrecon.tables.values import show
@@ -275,26 +276,13 @@ def read_ptable(path: Path | str) -> PTable:
                          f"{', '.join(map(str, frame.columns))}", where=str(path))
 
 
-def _line(path: Path, row: int) -> str:
-    """Where row ``row`` (0-based) of a ptable or microdata file is: its line in a CSV (the
-    header is line 1), its row in a Parquet file."""
-    if path.suffix.lower() in (".parquet", ".pq"):
-        return f"{path}:row {row + 1}"
-    return f"{path}:{row + 2}"
-
-
-def _fail(path: Path, row: int, message: str) -> StatreconError:
-    where = _line(path, row)
-    return StatreconError(f"{where}: {message}", where=where)
-
-
 def exact_column(frame: pd.DataFrame, column: str, path: Path, *,
                  whole: bool = False) -> list[Fraction]:
     """A column's numbers, exact (each distinct text read once); a missing value, a value
     that is no number (or, ``whole``, no whole number) names its line."""
     series = frame[column]
     if series.isna().any():
-        raise _fail(path, int(np.flatnonzero(series.isna().to_numpy())[0]),
+        raise row_error(path, int(np.flatnonzero(series.isna().to_numpy())[0]),
                     f"{column}: a missing value")
     codes, uniques = pd.factorize(series)
     first = {int(c): row for row, c in reversed(list(enumerate(codes.tolist())))}
@@ -304,13 +292,13 @@ def exact_column(frame: pd.DataFrame, column: str, path: Path, *,
 
 def _number(raw: object, column: str, path: Path, row: int, whole: bool) -> Fraction:
     if raw is None or (isinstance(raw, float) and math.isnan(raw)) or str(raw).strip() == "":
-        raise _fail(path, row, f"{column}: a missing value")
+        raise row_error(path, row, f"{column}: a missing value")
     try:
         value = parse_number(str(raw)) if isinstance(raw, str) else _typed(raw)
     except NumberError as e:
-        raise _fail(path, row, f"{column}: {e}") from None
+        raise row_error(path, row, f"{column}: {e}") from None
     if whole and value.denominator != 1:
-        raise _fail(path, row, f"{column} {show(value)} is not a whole number")
+        raise row_error(path, row, f"{column} {show(value)} is not a whole number")
     return value
 
 
@@ -329,14 +317,14 @@ def whole_column(frame: pd.DataFrame, column: str, path: Path) -> np.ndarray:
     that is missing, no number, no whole number or beyond +-2**62 names its line."""
     series = frame[column]
     if series.isna().any():
-        raise _fail(path, int(np.flatnonzero(series.isna().to_numpy())[0]),
+        raise row_error(path, int(np.flatnonzero(series.isna().to_numpy())[0]),
                     f"{column}: a missing value")
     codes, uniques = pd.factorize(series)
     _, first = np.unique(codes, return_index=True)  # the first row of each distinct value
     values = [_number(raw, column, path, int(first[u]), True) for u, raw in enumerate(uniques)]
     big = next((u for u, v in enumerate(values) if abs(v) >= 2**62), None)
     if big is not None:
-        raise _fail(path, int(first[big]), f"{column} {show(values[big])} is too large")
+        raise row_error(path, int(first[big]), f"{column} {show(values[big])} is too large")
     return np.array([int(v) for v in values], dtype=np.int64)[codes]
 
 
@@ -349,7 +337,7 @@ def _ons(frame: pd.DataFrame, path: Path) -> KeyedPTable:
     twice = pd.Series(pcv * key_range + ckey).duplicated().to_numpy()
     if twice.any():
         row = int(np.flatnonzero(twice)[0])
-        raise _fail(path, row, f"pcv {pcv[row]}, ckey {ckey[row]} is given twice")
+        raise row_error(path, row, f"pcv {pcv[row]}, ckey {ckey[row]} is given twice")
     grid = np.zeros((ONS_ROWS + 1, key_range), dtype=np.int64)
     given = np.zeros((ONS_ROWS + 1, key_range), dtype=bool)
     grid[pcv, ckey] = pvalue
@@ -369,19 +357,19 @@ def _check_ons_rows(path: Path, pcv: np.ndarray, ckey: np.ndarray, pvalue: np.nd
     outside = np.flatnonzero((pcv < 1) | (pcv > ONS_ROWS))
     if len(outside):
         row = int(outside[0])
-        raise _fail(path, row, f"pcv {pcv[row]} is outside 1..{ONS_ROWS} (ONS looks a count "
+        raise row_error(path, row, f"pcv {pcv[row]} is outside 1..{ONS_ROWS} (ONS looks a count "
                                f"above {ONS_ROWS} up at ((n - 1) mod {ONS_CYCLE}) + "
                                f"{ONS_ROWS - ONS_CYCLE + 1})")
     negative = np.flatnonzero(ckey < 0)
     if len(negative):
-        raise _fail(path, int(negative[0]), f"ckey {ckey[negative[0]]} is negative")
+        raise row_error(path, int(negative[0]), f"ckey {ckey[negative[0]]} is negative")
     if ckey.max() >= 2**16:
         row = int(np.argmax(ckey))
-        raise _fail(path, row, f"ckey {ckey[row]} is over the limit of {2**16 - 1}")
+        raise row_error(path, row, f"ckey {ckey[row]} is over the limit of {2**16 - 1}")
     wrong = np.flatnonzero((pcv + pvalue < 0) | (np.abs(pvalue) > MAX_NOISE))
     if len(wrong):
         row = int(wrong[0])
-        raise _fail(path, row, f"pvalue {pvalue[row]} would publish the count {pcv[row]} as "
+        raise row_error(path, row, f"pvalue {pvalue[row]} would publish the count {pcv[row]} as "
                                f"{pcv[row] + pvalue[row]}")
 
 
@@ -389,7 +377,7 @@ def _abs(frame: pd.DataFrame, path: Path) -> IntervalPTable:
     if "type" in frame.columns:
         bad = [r for r, t in enumerate(frame["type"].tolist()) if str(t) != "all"]
         if bad:
-            raise _fail(path, bad[0], "type must be 'all': a ptable for counts (sdcTools' "
+            raise row_error(path, bad[0], "type must be 'all': a ptable for counts (sdcTools' "
                                       "even/odd tables are for magnitudes)")
     i, j, p, v, lower, upper = (exact_column(frame, c, path, whole=c in ("i", "j", "v"))
                                 for c in ABS_COLUMNS)
@@ -412,18 +400,18 @@ def _abs(frame: pd.DataFrame, path: Path) -> IntervalPTable:
 
 def _check_transition(path: Path, row: int, t: Transition, v: int) -> None:
     if t.i < 0 or t.j < 0:
-        raise _fail(path, row, f"i = {t.i}, j = {t.j}: counts are never negative")
+        raise row_error(path, row, f"i = {t.i}, j = {t.j}: counts are never negative")
     if t.v != v:
-        raise _fail(path, row, f"v = {v} but j - i = {t.v}")
+        raise row_error(path, row, f"v = {v} but j - i = {t.v}")
     if abs(v) > MAX_NOISE:
-        raise _fail(path, row, f"v = {v} is over the limit of +-{MAX_NOISE}")
+        raise row_error(path, row, f"v = {v} is over the limit of +-{MAX_NOISE}")
     if t.p < 0:
-        raise _fail(path, row, f"p = {show(t.p)} is a negative probability")
+        raise row_error(path, row, f"p = {show(t.p)} is a negative probability")
     if t.upper - t.lower != t.p:
-        raise _fail(path, row, f"p_int_ub - p_int_lb = {show(t.upper - t.lower)}, not p = "
+        raise row_error(path, row, f"p_int_ub - p_int_lb = {show(t.upper - t.lower)}, not p = "
                                f"{show(t.p)}")
     if t.i == 0 and t.j != 0:
-        raise _fail(path, row, "a zero is never perturbed: i = 0 has only j = 0")
+        raise row_error(path, row, "a zero is never perturbed: i = 0 has only j = 0")
 
 
 def _check_abs_row(path: Path, n: int, found: Sequence[tuple[int, Transition]]) -> None:
@@ -432,17 +420,17 @@ def _check_abs_row(path: Path, n: int, found: Sequence[tuple[int, Transition]]) 
     end = Fraction(0)
     for row, t in found:
         if t.lower != end:
-            raise _fail(path, row, f"i = {n}: p_int_lb = {show(t.lower)}, but the row before "
+            raise row_error(path, row, f"i = {n}: p_int_lb = {show(t.lower)}, but the row before "
                                    f"ends at {show(end)} (rows of one i in order, from 0)")
         end = t.upper
     if end != 1:
         total = sum((t.p for _, t in found), Fraction(0))
-        raise _fail(path, found[-1][0], f"i = {n}: the probabilities sum to {show(total)}, "
+        raise row_error(path, found[-1][0], f"i = {n}: the probabilities sum to {show(total)}, "
                                         "not 1")
     seen: set[int] = set()
     for row, t in found:
         if t.j in seen:
-            raise _fail(path, row, f"i = {n}, j = {t.j} is given twice")
+            raise row_error(path, row, f"i = {n}, j = {t.j} is given twice")
         seen.add(t.j)
 
 
@@ -477,7 +465,7 @@ def record_keys(frame: pd.DataFrame, column: str, path: Path, ptable: PTable
     for row, key in enumerate(keys):
         error = ptable.record_key_error(key)
         if error:
-            raise _fail(path, row, error)
+            raise row_error(path, row, error)
     return keys
 
 

@@ -194,6 +194,20 @@ def load_frame(path: Path, what: str) -> pd.DataFrame:
     return frame
 
 
+def row_where(path: Path, row: int) -> str:
+    """Where row ``row`` (0-based) of a file read by :func:`load_frame` is: its line in a
+    CSV (the header is line 1), its row in a Parquet file."""
+    if path.suffix.lower() in (".parquet", ".pq"):
+        return f"{path}:row {row + 1}"
+    return f"{path}:{row + 2}"
+
+
+def row_error(path: Path, row: int, message: str) -> StatreconError:
+    """The one-line error for row ``row`` of such a file, naming where it is."""
+    where = row_where(path, row)
+    return StatreconError(f"{where}: {message}", where=where)
+
+
 def _named(columns: Columns) -> list[str]:
     named = [columns.value, columns.frequency, columns.status, columns.lower, columns.upper,
              columns.cost, *columns.top, columns.sliding]

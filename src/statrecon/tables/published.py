@@ -27,7 +27,13 @@ from typing import Literal
 from statrecon.errors import InconsistentReleaseError, StatreconError
 from statrecon.number_reader import NumberError, parse_number
 from statrecon.tables import _rda
-from statrecon.tables.frames import code_text, load_frame, require_columns
+from statrecon.tables.frames import (
+    code_text,
+    load_frame,
+    require_columns,
+    row_error,
+    row_where,
+)
 from statrecon.tables.model import (
     Cell,
     CellStatus,
@@ -82,33 +88,22 @@ def read_hierarchy(path: Path, variable: str) -> Hierarchy:
                                        for p, kids in hrc.children.items()})
 
 
-def _where(path: Path, row: int) -> str:
-    if path.suffix.lower() in (".parquet", ".pq"):
-        return f"{path}:row {row + 1}"
-    return f"{path}:{row + 2}"
-
-
-def _fail(path: Path, row: int, message: str) -> StatreconError:
-    where = _where(path, row)
-    return StatreconError(f"{where}: {message}", where=where)
-
-
 def _value(path: Path, row: int, column: str, raw: object) -> int | Literal["x"]:
     text = code_text(raw)
     if text is None or not text.strip():
-        raise _fail(path, row, f"{column}: a missing value (write {WITHHELD} for a withheld "
+        raise row_error(path, row, f"{column}: a missing value (write {WITHHELD} for a withheld "
                                "cell)")
     if text.strip().lower() == WITHHELD:
         return "x"
     try:
         number = parse_number(text.strip())
     except NumberError as e:
-        raise _fail(path, row, f"{column}: {e}") from None
+        raise row_error(path, row, f"{column}: {e}") from None
     if number.denominator != 1 or number < 0:
-        raise _fail(path, row, f"{column} {show(number)} is not a whole number >= 0, as a "
+        raise row_error(path, row, f"{column} {show(number)} is not a whole number >= 0, as a "
                                "published count must be")
     if number >= 2**62:
-        raise _fail(path, row, f"{column} {show(number)} is too large")
+        raise row_error(path, row, f"{column} {show(number)} is too large")
     return int(number)
 
 
@@ -131,7 +126,7 @@ def read_published(path: Path | str, dimensions: Sequence[str], value: str = "va
     if TABLE_COLUMN in frame.columns:
         names = [code_text(v) for v in frame[TABLE_COLUMN].tolist()]
         if None in names:
-            raise _fail(path, names.index(None), f"{TABLE_COLUMN}: a missing table name")
+            raise row_error(path, names.index(None), f"{TABLE_COLUMN}: a missing table name")
     else:
         names = [path.stem] * len(frame)
     groups: dict[str, list[int]] = {}
@@ -149,7 +144,7 @@ def read_published(path: Path | str, dimensions: Sequence[str], value: str = "va
     linked = TableSet(tuple(tables))
     order = linked.keys()
     published = tuple(seen[k][0] if k in seen else None for k in order)
-    where = tuple(_where(path, seen[k][1]) if k in seen else None for k in order)
+    where = tuple(row_where(path, seen[k][1]) if k in seen else None for k in order)
     return PublishedCells(linked, published, where, str(path))
 
 
@@ -159,11 +154,11 @@ def _publish(path: Path, row: int, key: Key, shown: int | Literal["x"],
     perturbs a cell the same way in every table)."""
     first = seen.setdefault(key, (shown, row))
     if first[0] != shown:
-        where = _where(path, row)
+        where = row_where(path, row)
         name = ", ".join(f"{v}={show_code(c)}" for v, c in sorted(key)) or "the grand total"
         raise InconsistentReleaseError(
             f"{where}: cell {name} of table {table.name} is published as {shown}, but as "
-            f"{first[0]} on {_where(path, first[1])}: one cell is published alike in every "
+            f"{first[0]} on {row_where(path, first[1])}: one cell is published alike in every "
             "table, so the release is inconsistent", where=where)
 
 
@@ -178,11 +173,11 @@ def _table(path: Path, name: str, rows: list[int], dimensions: Sequence[str],
         if len(missing) == len(rows):
             continue
         if missing:
-            raise _fail(path, missing[0], f"a missing code in column {d} (table {name}: "
+            raise row_error(path, missing[0], f"a missing code in column {d} (table {name}: "
                                           "its other rows have one)")
         variables.append(d)
     if not variables:
-        raise _fail(path, rows[0], f"table {name}: no codes in any of the dimensions")
+        raise row_error(path, rows[0], f"table {name}: no codes in any of the dimensions")
     found = {}
     for v in variables:
         present = sorted({str(codes[v][r]) for r in rows} - {TOTAL})
@@ -193,10 +188,10 @@ def _table(path: Path, name: str, rows: list[int], dimensions: Sequence[str],
         combo = tuple(str(codes[v][r]) for v in variables)
         for v, code in zip(variables, combo, strict=True):
             if code not in found[v]:
-                raise _fail(path, r, f"code {show_code(code)} is not in the hierarchy of {v}")
+                raise row_error(path, r, f"code {show_code(code)} is not in the hierarchy of {v}")
         if combo in places:
-            raise _fail(path, r, f"cell {', '.join(map(show_code, combo))} of table {name} "
-                                 f"again (first on {_where(path, places[combo])})")
+            raise row_error(path, r, f"cell {', '.join(map(show_code, combo))} of table {name} "
+                                 f"again (first on {row_where(path, places[combo])})")
         places[combo] = r
         keys.append(frozenset((v, c) for v, c in zip(variables, combo, strict=True)
                               if c != found[v].total))
