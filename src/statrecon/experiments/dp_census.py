@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pyarrow.parquet as pq
 
@@ -72,12 +72,23 @@ class DpCensusOptions:
     def __post_init__(self) -> None:
         check_option(self, "rhos", len(self.rhos) > 0 and all(r > 0 for r in self.rhos),
                      "at least one rho, each > 0 (inf: no noise)")
-        check_count(self, "seed", 0)
-        check_count(self, "rank", 0)
-        check_option(self, "delta", 0 < self.delta < 1, "must lie in (0, 1)")
-        check_count(self, "workers")
-        check_time_limit(self)
-        check_time_limit(self, "certain_time_limit")
+        check_run(self)
+
+
+class _TractRun(Protocol):
+    @property
+    def delta(self) -> float: ...
+
+
+def check_run(options: _TractRun) -> None:
+    """The checks of what every census experiment's options share: ``seed``, ``rank``,
+    ``delta``, ``workers``, ``time_limit`` and ``certain_time_limit``."""
+    check_count(options, "seed", 0)
+    check_count(options, "rank", 0)
+    check_option(options, "delta", 0 < options.delta < 1, "must lie in (0, 1)")
+    check_count(options, "workers")
+    check_time_limit(options)
+    check_time_limit(options, "certain_time_limit")
 
 
 def rho_label(rho: float) -> str:

@@ -47,7 +47,7 @@ from statrecon.census.persons.microdata import BLOCK_COLUMN
 from statrecon.census.persons.release import CensusRelease, ReleaseNoise, read_release
 from statrecon.census.persons.swap import read_persons, swap_persons, swapped_file
 from statrecon.engines.census import DEFAULT_TRACT_TIME_LIMIT, CensusOptions
-from statrecon.errors import StatreconError, check_count, check_option, check_time_limit
+from statrecon.errors import StatreconError, check_option
 from statrecon.experiments import dp_census
 from statrecon.experiments.census_match import compare
 from statrecon.outputs import write_atomically
@@ -108,12 +108,7 @@ class ProtectionsOptions:
         check_option(self, "thresholds", all(t >= 1 for t in self.thresholds),
                      "each suppression threshold a whole number >= 1")
         check_option(self, "rhos", all(r > 0 for r in self.rhos), "each rho > 0 (inf: none)")
-        check_count(self, "seed", 0)
-        check_count(self, "rank", 0)
-        check_option(self, "delta", 0 < self.delta < 1, "must lie in (0, 1)")
-        check_count(self, "workers")
-        check_time_limit(self)
-        check_time_limit(self, "certain_time_limit")
+        dp_census.check_run(self)
 
 
 @dataclass(frozen=True)
