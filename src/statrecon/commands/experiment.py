@@ -32,6 +32,19 @@ experiment_app = typer.Typer(
     help="Reconstruction experiments (Dinur–Nissim, Diffix, DP census tables).",
 )
 
+BUNDLED_TRUTH = Path("examples/census/census2010_reconstructed_persons.csv.gz")
+# the options both census experiments (dp-census, protections) take
+Truth = Annotated[Path | None, typer.Option(
+    help=f"True persons (CSV or Parquet); default: the bundled 28 tracts, {BUNDLED_TRUTH}.")]
+Rank = Annotated[int, typer.Option(min=0, help="Re-drawn estimates per tract that score "
+                                   "each person (K).")]
+Workers = Annotated[int, typer.Option(min=0, help="Local worker processes; 0 = all cores.")]
+TractTimeLimit = Annotated[float | None, typer.Option(
+    min=0.001, help="Solver seconds per tract of a reconstruction (default 600; inf for "
+                    "none).")]
+AsJson = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
+Quiet = Annotated[bool, typer.Option("--quiet", help="No progress on stderr.")]
+
 # --------------------------------------------------------------------------- parsing
 
 
@@ -153,8 +166,8 @@ def dinur_nissim(
         = "uniform",
     time_limit: Annotated[float | None, typer.Option(
         help="Seconds per LP/IP solve (default: none for LPs, 60 for ip).")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", help="No progress on stderr.")] = False,
+    as_json: AsJson = False,
+    quiet: Quiet = False,
 ) -> None:
     """Phase transition of linear reconstruction: accuracy against noise σ/√n."""
     from statrecon.experiments import dinur_nissim as dn
@@ -276,8 +289,8 @@ def diffix(
     time_limit: Annotated[float | None, typer.Option(
         help="Seconds for the solve (default 60; 'inf' for none).")] = None,
     out: Annotated[Path | None, typer.Option(help="Directory for diffix.json.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", help="No progress on stderr.")] = False,
+    as_json: AsJson = False,
+    quiet: Quiet = False,
 ) -> None:
     """The Cohen–Nissim attack on a Diffix-like interface, decoded from the SQL via DuckDB."""
     from statrecon.engines.linear import LinearOptions
@@ -312,7 +325,6 @@ def diffix(
 
 # --------------------------------------------------------------------------- dp-census
 
-BUNDLED_TRUTH = Path("examples/census/census2010_reconstructed_persons.csv.gz")
 
 
 @experiment_app.command("dp-census")
@@ -324,23 +336,18 @@ def dp_census(
                                       "baselines.")] = 0,
     out: Annotated[Path, typer.Option(help="Directory for everything (a rerun resumes it).")]
         = Path("dp_census"),
-    truth: Annotated[Path | None, typer.Option(
-        help="True persons (CSV or Parquet); default: the bundled 28 tracts, "
-             f"{BUNDLED_TRUTH}.")] = None,
-    rank: Annotated[int, typer.Option(min=0, help="Re-drawn estimates per tract that score "
-                                      "each person (K).")] = 20,
+    truth: Truth = None,
+    rank: Rank = 20,
     delta: Annotated[float, typer.Option(help="Failure probability of the certain-within-"
                                          "noise claims.")] = 0.05,
     certify: Annotated[bool, typer.Option(help="Prove the persons certain within the noise "
                                           "(census certain).")] = True,
-    workers: Annotated[int, typer.Option(min=0, help="Local worker processes; 0 = all "
-                                         "cores.")] = 0,
+    workers: Workers = 0,
     executor: Annotated[str | None, typer.Option(help="dask://HOST:PORT to reconstruct on a "
                                                  "Dask cluster.")] = None,
-    time_limit: Annotated[float | None, typer.Option(
-        min=0.001, help="Solver seconds per tract (default 600; inf for none).")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", help="No progress on stderr.")] = False,
+    time_limit: TractTimeLimit = None,
+    as_json: AsJson = False,
+    quiet: Quiet = False,
 ) -> None:
     """Reconstruction, ranking and certainty from noisy SF1 person tables against rho, beside
     the baselines (PNG, JSON and a README table under --out)."""
@@ -398,23 +405,17 @@ def protections(
                                       "baseline.")] = 0,
     out: Annotated[Path, typer.Option(help="Directory for everything (a rerun resumes it).")]
         = Path("protections"),
-    truth: Annotated[Path | None, typer.Option(
-        help="True persons (CSV or Parquet); default: the bundled 28 tracts, "
-             f"{BUNDLED_TRUTH}.")] = None,
-    rank: Annotated[int, typer.Option(min=0, help="Re-drawn estimates per tract that score "
-                                      "each person (K).")] = 20,
+    truth: Truth = None,
+    rank: Rank = 20,
     delta: Annotated[float, typer.Option(help="Failure probability of DP's certain-within-"
                                          "noise claims.")] = 0.05,
-    workers: Annotated[int, typer.Option(min=0, help="Local worker processes; 0 = all "
-                                         "cores.")] = 0,
-    time_limit: Annotated[float | None, typer.Option(
-        min=0.001, help="Solver seconds per tract of a reconstruction (default 600; inf for "
-                        "none).")] = None,
+    workers: Workers = 0,
+    time_limit: TractTimeLimit = None,
     certain_time_limit: Annotated[float | None, typer.Option(
         min=0.001, help="Solver seconds per block of a proof of certain persons (default "
                         "10; inf for none).")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", help="No progress on stderr.")] = False,
+    as_json: AsJson = False,
+    quiet: Quiet = False,
 ) -> None:
     """Every protection's utility (error of the published cells) against its risk
     (reconstruction, persons proven), beside DP and the baselines (PNG, JSON and a README
