@@ -4,10 +4,12 @@ result, the state of one run) is in :mod:`.run`; the public entry is
 
 Fast: the Gaussian-elimination pass (:mod:`.gauss`) suppresses cells until no
 primary cell, nor any sum of primary cells that non-negativity would pin with it
-(:mod:`.inner`), is determined by the equations alone; then a repair loop
-audits the pattern exactly and, for each primary cell still unprotected, suppresses the
-cell with the least cost per unit of what its cut asks (:mod:`.cuts`), until
-every primary cell passes.
+(:mod:`.inner`), is determined by the equations alone; then a repair loop proves what
+witness tables can, adds for each primary cell still short the cells of its routes
+(:mod:`.routes`: the cheapest cells that let it move by its level, their change kept as a
+witness once checked exactly), and only for what routes cannot settle screens in floats,
+adds the cells of its cuts (:mod:`.cuts`) and audits exactly, until every primary cell
+passes.
 """
 
 from __future__ import annotations
@@ -70,9 +72,11 @@ def fast(run: Run, order: Sequence[int] | None = None) -> ProtectResult:
 def repair(run: Run, suppressed: frozenset[int], order: Sequence[int],
            offered: Sequence[int] = ()) -> ProtectResult:
     """Until every primary cell is proven protected (or one is proven impossible to protect,
-    or time runs out): screen the pattern in floats and, while some primary cell fails the
-    screen, add for each such cell the cheapest cell its cuts offer; once the floats have
-    nothing to add, audit exactly (LP certificates and integer bounds) the primary cells not
+    or time runs out): prove what witness tables can (:func:`.run.by_witness`), then route
+    each cell left (:func:`_by_route`: its route's cells added, its change a witness);
+    once routes add nothing, screen the cells left in floats and, while some fails the
+    screen, add for each such cell cells its cuts offer; once the floats have nothing to
+    add, audit exactly (LP certificates and integer bounds) the primary cells not
     proven yet and repair the ones that fail the same way. A cell proven protected stays
     protected as the pattern grows (the attacker only loses information), so it is not
     audited again. Every round adds a cell or ends: the loop ends. ``order``: the secondary
