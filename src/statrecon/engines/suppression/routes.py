@@ -38,7 +38,6 @@ from statrecon.engines.intervals.problem import IntervalProblem
 from statrecon.engines.intervals.reach import LIMIT, fits_int64
 from statrecon.engines.intervals.results import ScaledPairs
 from statrecon.engines.solvers import highs
-from statrecon.engines.solvers.highs import build_highs, highs_core
 
 RADII = (3, 4, 5)  # equations between the cell and the furthest cell its LP may move: tried in turn
 EPS = 1e-9
@@ -116,9 +115,10 @@ class Routes:
         unit = np.where(suppressed[self.cols[cols]], self.tiny, self.price[cols])
         M = sp.hstack([sub, -sub], format="csc")
         cost = np.concatenate([unit, unit])
-        x = _least(M, cost, lo, hi, time_limit)
-        if x is None:
+        got = highs.solve_small(cost, M, np.zeros(M.shape[0]), lo, hi, time_limit=time_limit)
+        if got.status != "optimal":
             return None
+        x = got.x
         route = self._checked(suppressed, cols, k, x[:n] - x[n:])
         if route.witness is None and integer:
             # any integer change over the cells the LP's route leaves suppressed: a
@@ -206,19 +206,3 @@ def _gather(indptr: np.ndarray, indices: np.ndarray, sel: np.ndarray) -> np.ndar
     lens = indptr[sel + 1] - starts
     offsets = np.repeat(starts - np.cumsum(np.r_[0, lens[:-1]]), lens)
     return np.unique(indices[offsets + np.arange(int(lens.sum()))])
-
-
-def _least(M: sp.csc_matrix, cost: np.ndarray, lo: np.ndarray, hi: np.ndarray,
-           time_limit: float | None) -> np.ndarray | None:
-    """argmin cost·x subject to M x = 0, lo <= x <= hi (None: not optimal)."""
-    zero = np.zeros(M.shape[0])
-    if highs_core() is None:
-        got = highs.solve(cost, M, zero, zero, lo, hi, time_limit=time_limit)
-    else:  # built directly: linprog's checks cost more than this small LP
-        h = build_highs(M, zero, np.column_stack([lo, hi]), dual=True)
-        h.changeColsCost(len(cost), np.arange(len(cost), dtype=np.int32), cost)
-        if time_limit is not None:
-            h.setOptionValue("time_limit", max(float(time_limit), 1e-3))
-        h.run()
-        got = highs.read(h, duals=False)
-    return got.x if got.status == "optimal" else None
