@@ -51,8 +51,9 @@ def test_every_way_reads_the_status_the_same(way: str, name: str) -> None:
     assert got.status == name
     if name == "optimal":
         assert np.allclose(got.x, [0.0, 1.0])
-        if way not in ("mip", "small"):  # the dual: c - Aᵀy is the reduced cost, 0 on the
-            # basic y (solve_small reads no duals)
+        # the dual: c - Aᵀy is the reduced cost, 0 on the basic y (no duals from a MIP or
+        # from solve_small)
+        if way not in ("mip", "small"):
             assert np.allclose(np.array(TINY[name][0]) - A.T @ got.y, [1.0, 0.0])
 
 

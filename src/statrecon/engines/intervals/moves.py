@@ -143,7 +143,9 @@ class Mover:
         linked through equations it changes; a piece keeps every equation by itself) is a
         witness of its own, checked exactly. Each cell is asked once per side here; what is
         left goes one at a time (:meth:`run`). On issue 28's scale instance: 231 LPs
-        instead of 2,169, 3.4 s instead of 13.7 s, the same cells proven."""
+        instead of 2,169, 3.4 s instead of 13.7 s, the same cells proven (levels 0); with
+        protection levels, asking each batch in one rewarded LP (:meth:`_batch`) took the
+        first witness round from 90.2 s to 30.3 s."""
         if self.csc is None or self.csr is None:
             self.csc, self.csr = self.lat.A.tocsc(), self.lat.A.tocsr()
         by_col = self.csc
