@@ -86,6 +86,23 @@ def test_a_suppressed_row_is_pruned_to_the_rectangle_the_cell_needs() -> None:
     assert len(pruned.published) == 2
 
 
+def test_past_the_deadline_pruning_returns_the_pattern_and_its_audits_as_they_were() -> None:
+    """A deadline that has passed publishes nothing and hands back the pattern and the audits
+    it was given (the row pruned above stays as it was). It also stops
+    before listing every witness cell by cell (8 s past a 60 s limit on issue 28's scale
+    instance): that part is measured in BENCHMARKS.md, not here."""
+    t = two_by_three([[3, 4, 5], [6, 7, 8]])
+    i = cell(t, A="a0", B="b0")
+    p = t.problem([i])
+    inner = [cell(t, A=a, B=b) for a in ("a0", "a1") for b in ("b0", "b1", "b2")]
+    full = replace(p, hidden=tuple(h or j in inner for j, h in enumerate(p.hidden)))
+    audits = {a.cell: a for a in audit(full, [i], AuditOptions(time_limit=None)).cells}
+    got = prune(prepare(full), audits, [j for j in inner if j != i], Deadline.after(0))
+    assert got.published == ()
+    assert got.suppressed == {j for j in range(p.n_cells) if full.hidden[j]}
+    assert got.audits == audits and got.audits[i] is audits[i]
+
+
 @settings(max_examples=120, deadline=None)
 @given(instances())
 def test_no_settled_secondary_cell_can_be_published_again(case: tuple) -> None:

@@ -62,6 +62,8 @@ def prune(prep: Prepared, audits: dict[int, CellAudit], order: Sequence[int],
     what was published so far."""
     p = prep.problem
     pruner = Pruner(prep, audits, deadline)
+    if not pruner.complete:  # the deadline came first: the pattern as it was
+        return Pruned(frozenset(j for j in range(p.n_cells) if p.hidden[j]), dict(audits), ())
     published: list[int] = []
     for s in order:
         if deadline.expired:
@@ -92,14 +94,19 @@ class Pruner:
         self.members: dict[int, list[int]] = {}  # component -> its primary cells
         for i in audits:
             self.members.setdefault(prep.component_of[i], []).append(i)
-        self.proofs = self._sparse(audits, deadline)
+        proofs = self._sparse(audits, deadline)
+        self.complete = proofs is not None  # False: the deadline came before every proof
+        self.proofs = proofs or {}
         for i, pr in self.proofs.items():
             self._index(i, pr)
 
-    def _sparse(self, audits: dict[int, CellAudit], deadline: Deadline) -> dict[int, Proof]:
+    def _sparse(self, audits: dict[int, CellAudit], deadline: Deadline
+                ) -> dict[int, Proof] | None:
         """Each cell's proof by least-change witnesses where they exist, else its audit's:
         an audit's or an LP vertex's witness moves many cells, and each cell it moves is
-        one whose publication would ask for new witnesses."""
+        one whose publication would ask for new witnesses. None once the deadline has
+        passed: nothing could be published anyway, and listing the audits' witnesses cell
+        by cell took 8 s past a 60 s limit on issue 28's scale instance (17,254 cells)."""
         proofs: dict[int, Proof] = {}
         for ci, members in self.members.items():
             mover = None if deadline.expired else self._mover(ci)
@@ -109,6 +116,8 @@ class Pruner:
             mover.prove(list(fresh.values()), deadline, stop_early=False)
             proofs.update((i, Proof(audits[i], r, _moved_by(r), fresh=True))
                           for i, r in fresh.items() if r.met())
+        if deadline.expired:
+            return None
         for i, a in audits.items():
             if i not in proofs:
                 proofs[i] = _proof_of(self.prep, a)
@@ -129,6 +138,8 @@ class Pruner:
                 self.users[c].discard(i)
 
     def try_publish(self, s: int, deadline: Deadline) -> bool:
+        if not self.complete:
+            return False
         ci = self.prep.component_of[s]
         affected = self.users.get(s, set()) | self.fragile.get(ci, set())
         trials = {i: _without(self.prep, self.proofs[i], s) for i in sorted(affected)}
