@@ -445,3 +445,27 @@ def test_a_code_twice_in_an_hrc_exits_1_naming_its_line(
     assert code == 1 and err.strip().count("\n") == 0, err
     assert f"{folder}/{message}" in err
     assert sorted(p.name for p in folder.iterdir()) == before
+
+
+def test_a_linked_job_run_gives_its_tables_linked_as_linking_them_again(
+        tmp_path: Path) -> None:
+    """``JobRun.linked()`` hands back the last protection's own tables when it protected
+    every table together (not linking them again): the same tables, cell for cell, as
+    linking the job's tables at the end."""
+    from statrecon.runs.job import run_job
+    from statrecon.tables import CellStatus
+    from statrecon.tables.job import link
+
+    folder = _copy(MICRO, tmp_path)
+    (folder / "linked.arb").write_text(
+        '<OPENMICRODATA> "income.asc"\n<OPENMETADATA> "income.rda"\n'
+        '<SPECIFYTABLE> "district""sector"|"income"|""|""\n<SAFETYRULE> FREQ(4,20)\n'
+        '<SPECIFYTABLE> "district"|"income"|""|""\n<SAFETYRULE> FREQ(4,20)\n'
+        "<READMICRODATA>\n<SUPPRESS> MOD(0)\n")
+    run = run_job(read_job(folder / "linked.arb"))
+    assert run.status == "written" and len(run.protected) == 1
+    assert run.protected[0].tables == (1, 2)
+    got, again = run.linked(), link(run.tables)
+    assert got is run.protected[0].protection.tables
+    assert got == again
+    assert any(c.status is CellStatus.SECONDARY for c in got.cells())
