@@ -8,13 +8,17 @@ vacuous)."""
 from __future__ import annotations
 
 from dataclasses import replace
+from fractions import Fraction
 
+import numpy as np
 from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 from test_suppression import cell, instances, two_by_three
 
 from statrecon.engines.intervals import AuditOptions, IntervalProblem, audit, check_cell, prepare
+from statrecon.engines.intervals.results import ScaledPairs
 from statrecon.engines.solvers.cpsat import Deadline
-from statrecon.engines.suppression.prune import Pruned, prune
+from statrecon.engines.suppression.prune import Pruned, Truth, prune
 
 SEEN = {"cases": 0, "published": 0, "confirmed": 0}
 
@@ -139,3 +143,18 @@ def test_settled_stops_at_the_first_cell_the_repair_loop_added() -> None:
     assert settled(Repair(frozenset(), [*gauss, 13], gauss, offered)) == {11}
     assert settled(Repair(frozenset(), [*gauss, 10], gauss, offered)) == frozenset()
     assert settled(Repair(frozenset(), list(gauss))) == frozenset()  # not from a pass
+
+
+@given(st.lists(st.tuples(st.integers(-50, 50), st.integers(-2, 2)), min_size=1, max_size=12),
+       st.sampled_from([1, 10, 100]), st.sampled_from([1, 2, 3, 7]))
+def test_the_cells_a_witness_moves_in_bulk_are_those_pair_by_pair(
+        cells: list[tuple[int, int]], scale: int, finer: int) -> None:
+    """``Truth.moved`` of a witness kept as int64 arrays (on the problem's lattice or a finer
+    one) lists the same pairs as comparing its Fractions to the true values one by one."""
+    values = [Fraction(v, scale) for v, _ in cells]
+    witness_scale = scale * finer
+    numerators = np.array([v * finer + d for v, d in cells], dtype=np.int64)
+    pairs = ScaledPairs(np.arange(len(cells)), numerators, witness_scale)
+    want = tuple((c, v) for c, v in pairs if v != values[c])
+    assert tuple(Truth(values, scale).moved(pairs)) == want
+    assert Truth(values, scale).moved(tuple(pairs)) == want

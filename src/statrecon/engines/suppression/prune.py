@@ -22,11 +22,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
 
+import numpy as np
+
 from statrecon.engines.intervals import Bound, CellAudit, Interval
 from statrecon.engines.intervals.moves import Mover
 from statrecon.engines.intervals.problem import Prepared
 from statrecon.engines.intervals.reach import Board, Reached, protected_audit, targets
-from statrecon.engines.intervals.results import cells_of
+from statrecon.engines.intervals.results import Pairs, ScaledPairs, cells_of
 from statrecon.engines.solvers.cpsat import Deadline
 
 
@@ -84,6 +86,8 @@ class Pruner:
     def __init__(self, prep: Prepared, audits: dict[int, CellAudit], deadline: Deadline,
                  held: Iterable[int] = ()) -> None:
         self.prep = prep
+        self.truth = Truth(prep.problem.values, prep.problem.scale)
+        self.trial: int | None = None  # a cell released, neither held again nor needed yet
         self.users: dict[int, set[int]] = {}
         self.fragile: dict[int, set[int]] = {}  # component -> primaries with uses None
         self.movers: dict[int, Mover | None] = {}
@@ -94,33 +98,27 @@ class Pruner:
         self.members: dict[int, list[int]] = {}  # component -> its primary cells
         for i in audits:
             self.members.setdefault(prep.component_of[i], []).append(i)
-        proofs = self._sparse(audits, deadline)
+        proofs = self._proofs(audits, deadline)
         self.complete = proofs is not None  # False: the deadline came before every proof
         self.proofs = proofs or {}
         for i, pr in self.proofs.items():
             self._index(i, pr)
 
-    def _sparse(self, audits: dict[int, CellAudit], deadline: Deadline
+    def _proofs(self, audits: dict[int, CellAudit], deadline: Deadline
                 ) -> dict[int, Proof] | None:
-        """Each cell's proof by least-change witnesses where they exist, else its audit's:
-        an audit's or an LP vertex's witness moves many cells, and each cell it moves is
-        one whose publication would ask for new witnesses. None once the deadline has
-        passed: nothing could be published anyway, and listing the audits' witnesses cell
-        by cell took 8 s past a 60 s limit on issue 28's scale instance (17,254 cells)."""
+        """Each cell's proof as its audit gives it. Least-change witnesses are looked for
+        only when a publication asks for them (:meth:`try_publish`, the dearest cells
+        first), and those found replace the audit's, which move more cells: on issue 28's
+        scale instance (17,254 primary cells), finding them for every cell first took 71 s
+        and published nothing within the job's time; found as asked, 119 cells (7.8 M of
+        the 35.9 M suppressed) are published in 50 s, and 743 (8.1 M) against 676 (6.8 M)
+        given all the time. None once the deadline has passed: nothing could be published
+        anyway."""
         proofs: dict[int, Proof] = {}
-        for ci, members in self.members.items():
-            mover = None if deadline.expired else self._mover(ci)
-            if mover is None:
-                continue
-            fresh = targets(self.prep, members)
-            mover.prove(list(fresh.values()), deadline, stop_early=False)
-            proofs.update((i, Proof(audits[i], r, _moved_by(r), fresh=True))
-                          for i, r in fresh.items() if r.met())
-        if deadline.expired:
-            return None
         for i, a in audits.items():
-            if i not in proofs:
-                proofs[i] = _proof_of(self.prep, a)
+            if deadline.expired:
+                return None
+            proofs[i] = _proof_of(self.prep, a, self.truth)
         return proofs
 
     def _index(self, i: int, pr: Proof) -> None:
@@ -138,34 +136,45 @@ class Pruner:
                 self.users[c].discard(i)
 
     def try_publish(self, s: int, deadline: Deadline) -> bool:
+        """Publish cell ``s`` when every primary cell keeps a witness on each side it needs
+        that holds ``s`` at its true value. When one does not, the witnesses found for the
+        others are kept all the same (they are completions with ``s`` suppressed too, and
+        move fewer cells than an audit's), unless they move the cell on trial."""
         if not self.complete:
             return False
         ci = self.prep.component_of[s]
         affected = self.users.get(s, set()) | self.fragile.get(ci, set())
         trials = {i: _without(self.prep, self.proofs[i], s) for i in sorted(affected)}
-        need = [r for r in trials.values() if not r.met()]
+        need = {i: r for i, r in trials.items() if not r.met()}
         mover = self._mover(ci) if need else self.movers.get(ci)
         if need:
             if mover is None:
                 return False
             local = self.prep.components[ci].local[s]
             mover.fix(local)
-            mover.prove(need, deadline)
-            if not all(r.met() for r in need):
+            mover.prove(list(need.values()), deadline)
+            if not all(r.met() for r in need.values()):
                 mover.free(local)
+                self._renew({i: r for i, r in need.items()
+                             if r.met() and self.trial not in _moved_by(r)})
                 return False
         elif mover is not None:
             mover.fix(self.prep.components[ci].local[s])
         self.gone.setdefault(ci, set()).add(self.prep.components[ci].local[s])
+        self.trial = None  # a publication keeps the cell released for it
         for i in self.members.get(ci, []):
             self.proofs[i].touched = True
-        for i, r in trials.items():
+        self._renew(trials)
+        return True
+
+    def _renew(self, found: dict[int, Reached]) -> None:
+        """Witnesses found for these cells become their proofs."""
+        for i, r in found.items():
             old = self.proofs[i]
             self._unindex(i, old)
             new = Proof(old.audit, r, _moved_by(r), fresh=True, touched=True)
             self.proofs[i] = new
             self._index(i, new)
-        return True
 
     def release(self, c: int) -> bool:
         """Let witnesses move held cell ``c`` from now on (it is suppressed again). False:
@@ -177,20 +186,23 @@ class Pruner:
         local = self.prep.components[ci].local[c]
         mover.free(local)
         self.gone[ci].discard(local)
+        self.trial = c
         return True
 
     def hold(self, c: int) -> None:
-        """Undo :meth:`release` (only while no proof moves ``c``: none changed since)."""
+        """Undo :meth:`release` (only while no proof moves ``c``: a failed publication
+        keeps the witnesses it found only when they leave ``c`` alone)."""
         ci = self.prep.component_of[c]
         local = self.prep.components[ci].local[c]
         mover = self.movers.get(ci)
         if mover is not None:
             mover.fix(local)
         self.gone.setdefault(ci, set()).add(local)
+        self.trial = None
 
     def audits(self) -> dict[int, CellAudit]:
         """The audit of every primary cell under the pattern as it stands."""
-        return {i: _final_audit(self.prep, pr) for i, pr in self.proofs.items()}
+        return {i: _final_audit(self.prep, pr, self.truth) for i, pr in self.proofs.items()}
 
     def _mover(self, ci: int) -> Mover | None:
         if ci not in self.movers:
@@ -203,7 +215,29 @@ class Pruner:
         return self.movers[ci]
 
 
-def _proof_of(prep: Prepared, audit: CellAudit) -> Proof:
+class Truth:
+    """The true values, to list the cells a witness moves: in bulk for a witness kept as
+    int64 arrays (``ScaledPairs``) on a multiple of the problem's lattice, one Fraction at a
+    time otherwise (listing 17,254 audits' witnesses pair by pair took 6 s of issue 28's
+    scale run; its pruning then found its time gone)."""
+
+    def __init__(self, values: Sequence[Fraction], scale: int) -> None:
+        self.values, self.scale = values, scale
+        scaled = [v * scale for v in values]
+        safe = all(x.denominator == 1 and abs(x) < 2**53 for x in scaled)
+        self.scaled = np.array([int(x) for x in scaled], dtype=np.int64) if safe else None
+
+    def moved(self, pairs: Pairs) -> Pairs:
+        """The pairs of ``pairs`` whose value is not the cell's true value."""
+        if isinstance(pairs, ScaledPairs) and self.scaled is not None \
+                and pairs.scale % self.scale == 0 and pairs.scale // self.scale < 2**10:
+            truth = self.scaled[pairs.cells] * (pairs.scale // self.scale)
+            keep = pairs.numerators != truth
+            return ScaledPairs(pairs.cells[keep], pairs.numerators[keep], pairs.scale)
+        return tuple((c, v) for c, v in pairs if v != self.values[c])
+
+
+def _proof_of(prep: Prepared, audit: CellAudit, truth: Truth) -> Proof:
     """The proof of a protected cell as its audit gives it: the witnesses of its integer
     bounds (listing the cells they move) and the cells they and its rays move (None when
     some bound beyond the true value has neither)."""
@@ -217,10 +251,10 @@ def _proof_of(prep: Prepared, audit: CellAudit) -> Proof:
             uses |= {c for c, v in b.ray if v != 0}
             r = None
             continue
-        moved = tuple((c, v) for c, v in b.witness if v != values[c])
-        if not moved and b.value is not None and b.value != values[audit.cell]:
+        moved = truth.moved(b.witness)
+        if not len(moved) and b.value is not None and b.value != values[audit.cell]:
             return Proof(audit, None, None)
-        uses |= {c for c, _ in moved}
+        uses.update(cells_of(moved))
         if r is not None and b.value is not None:
             setattr(r, side, (b.value, moved))
     return Proof(audit, r, frozenset(uses))
@@ -243,23 +277,17 @@ def _moved_by(r: Reached) -> frozenset[int]:
                      for c in cells_of(got[1]))
 
 
-def _final_audit(prep: Prepared, pr: Proof) -> CellAudit:
+def _final_audit(prep: Prepared, pr: Proof, truth: Truth) -> CellAudit:
     """The audit of a primary cell under the pruned pattern (module docstring)."""
     if pr.fresh and pr.reached is not None:
         return protected_audit(prep, pr.reached)
     if not pr.touched:
         return pr.audit
     assert pr.audit.integer is not None
-    values = prep.problem.values
-    integer = Interval(*(_listing_moves(b, values) for b in (pr.audit.integer.lower,
-                                                              pr.audit.integer.upper)))
+    integer = Interval(*(replace(b, witness=truth.moved(b.witness))
+                         for b in (pr.audit.integer.lower, pr.audit.integer.upper)))
     lp = Interval(*(b if b.proof == "ray" else Bound(b.value, "reached", "witness",
                                                      witness=b.witness)
                     for b in (integer.lower, integer.upper)))
     return replace(pr.audit, lp=lp, integer=integer)
 
-
-def _listing_moves(b: Bound, values: Sequence[Fraction]) -> Bound:
-    """The bound with its witness listing only the cells it moves (a listed published cell
-    would not check, even at its true value)."""
-    return replace(b, witness=tuple((c, v) for c, v in b.witness if v != values[c]))
