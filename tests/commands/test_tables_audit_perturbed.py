@@ -212,3 +212,20 @@ def test_a_grid_over_the_size_limit_is_refused_before_it_is_built(folder: Path,
     lines = [line for line in err.splitlines() if line.strip()]
     assert code == 1 and len(lines) == 1 and not out, err
     assert "1,073,283,121 cells" in lines[0] and "pub.csv" in lines[0]
+
+
+def test_the_audit_reports_progress_unless_quiet(folder: Path, run_cli: CliRunner,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """An audit of many cells said nothing until it ended: it now reports the table that fits,
+    then the cells audited (plain lines on stderr off a terminal; stdout stays pure JSON);
+    --quiet silences it."""
+    monkeypatch.setenv("STATRECON_PROGRESS_INTERVAL", "0")
+    pub = _publication(folder, "a,value\nTotal,9\nx,5\ny,4\n")
+    args = ("tables", "audit", pub, "--ptable", folder / "abs.csv", "--dimensions", "a",
+            "--json")
+    code, out, err = run_cli(*args)
+    assert code in (0, 4), err
+    assert json.loads(out)["audit"]["cells"]
+    assert "Auditing the publication" in err and "3/3" in err and "cells audited" in err
+    code, out, err = run_cli(*args, "--quiet")
+    assert code in (0, 4) and err == ""

@@ -186,7 +186,8 @@ def audit(
             raise StatreconError(f"--ptable audits a perturbed publication: leave out "
                                  f"{', '.join(given)}")
         _audit_perturbed(source, ptable, dimensions, value or "value", attacker_knows,
-                         threshold, hierarchy or [], time_limit, integer, as_json, all_)
+                         threshold, hierarchy or [], time_limit, integer, as_json, all_,
+                         quiet)
         return
     from statrecon.commands.options import time_limit_option
     from statrecon.commands.progress import run_bar
@@ -229,9 +230,10 @@ def audit(
 def _audit_perturbed(source: Path, ptable: Path, dimensions: str | None, value: str,
                      attacker_knows: str, threshold: int | None, hierarchy: list[str],
                      time_limit: float | None, integer: bool, as_json: bool,
-                     all_: bool) -> None:
+                     all_: bool, quiet: bool) -> None:
     """``tables audit --ptable``: parse, audit the publication, print, exit 4 / 3 / 0."""
     from statrecon.commands.options import time_limit_option
+    from statrecon.commands.progress import step_bar
     from statrecon.engines.intervals import AuditOptions
     from statrecon.report import ckm as report
     from statrecon.report import output_console
@@ -254,8 +256,9 @@ def _audit_perturbed(source: Path, ptable: Path, dimensions: str | None, value: 
     limit = time_limit_option(time_limit, AuditOptions.time_limit)
     options = PublicationOptions(dims, value, tuple(files), threshold,
                                  cast(Any, attacker_knows))
-    checked = audit_publication(source, ptable, options,
-                                AuditOptions(time_limit=limit, integer=integer))
+    with step_bar("Auditing the publication", quiet=quiet) as tell:
+        checked = audit_publication(source, ptable, options,
+                                    AuditOptions(time_limit=limit, integer=integer), tell)
     if as_json:
         sys.stdout.write(json.dumps(report.publication_json(checked, source)) + "\n")
     else:

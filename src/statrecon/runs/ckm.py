@@ -13,8 +13,8 @@ use the same keys, or the same cell would be perturbed another way.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -259,13 +259,21 @@ def publication_bounds(cells: PublishedCells, ptable: PTable, threshold: int,
     return tuple(out)
 
 
+FITTING = "a table that fits"  # the stage of the stand-in table, in progress reports
+
+
 def audit_publication(publication: Path, ptable_path: Path, options: PublicationOptions,
-                      audit: AuditOptions | None = None) -> PublicationAudit:
+                      audit: AuditOptions | None = None,
+                      on_progress: Callable[[int, int, str], None] | None = None
+                      ) -> PublicationAudit:
     """The proven intervals of every true count behind the perturbed ``publication``
     (``tables/published.py``), published with the ptable of ``ptable_path``: each cell
     within the counts its published value allows, the true tables adding up. The release
     is checked first: a value the ptable cannot publish, or no additive integer tables
-    within what the ptable allows, is an :class:`InconsistentReleaseError`."""
+    within what the ptable allows, is an :class:`InconsistentReleaseError`.
+    ``on_progress(done, total, stage)``: the table that fits (0 of 1, then 1 of 1), then
+    the cells audited."""
+    tell = on_progress or (lambda done, total, stage: None)
     ptable = read_ptable(ptable_path)
     hierarchies = {v: read_hierarchy(p, v) for v, p in options.hierarchies}
     cells = read_published(publication, options.dimensions, options.value, hierarchies)
@@ -275,12 +283,23 @@ def audit_publication(publication: Path, ptable_path: Path, options: Publication
     start = time.perf_counter()
     hint = [p if isinstance(p, int) else lo for p, (lo, _) in zip(cells.published, tight,
                                                                    strict=True)]
+    tell(0, 1, FITTING)
     values = stand_in(cells.tables, tight, hint,
                       None if limit is None else max(limit, STAND_IN_LIMIT))
+    tell(1, 1, FITTING)
     found_s = time.perf_counter() - start
     bounds = tight if options.knowledge == "ptable" else publication_bounds(
         cells, ptable, threshold, options.knowledge)
-    checked = audit_known_cells(cells.with_values(values), bounds, options.knowledge, audit)
+    given = audit or AuditOptions()
+    inner = given.on_progress
+
+    def cells_done(done: int, total: int) -> None:
+        tell(done, total, "cells audited")
+        if inner is not None:
+            inner(done, total)
+
+    checked = audit_known_cells(cells.with_values(values), bounds, options.knowledge,
+                                replace(given, on_progress=cells_done))
     return PublicationAudit(checked.result, checked.bounds, options.knowledge, cells,
                             tuple(values), ptable, threshold, found_s)
 
