@@ -61,11 +61,11 @@ BAD: dict[type, list[dict[str, Any]]] = {
                      {"threshold": -1}, {"record_key": "key"}],
     CensusProtectOptions: [{"method": "noise"}, {"seed": -1}, {"base": 1}, {"threshold": -1},
                            {"rounding": "controlled"}, {"rate": 1.5}, {"rate": NAN},
-                           {"knowledge": "everything"}],
+                           {"knowledge": "everything"}, {"swap_k": -1}],
     ProtectionsOptions: [{"swap_rates": (0.1, 1.5)}, {"ckm": ((0, 1),)}, {"bases": (1,)},
                          {"bases": (0,)}, {"thresholds": (0,)}, {"rhos": (0.0,)},
                          {"seed": -1}, {"rank": -1}, {"delta": 1.0}, {"workers": 0},
-                         {"time_limit": -1.0}, {"certain_time_limit": NAN}],
+                         {"time_limit": -1.0}, {"certain_time_limit": NAN}, {"swap_k": -1}],
 }
 # what a class needs besides the field under test (None: nothing)
 REQUIRED: dict[type, dict[str, Any]] = {PerturbOptions: {"tables": (("a",),), "seed": 1},

@@ -138,3 +138,23 @@ def test_bad_parameters(args: tuple[str, ...], message: str, tmp_path: Path, tru
                      tmp_path / "x")
     assert_user_error(proc, message)
     assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize("rate", [0.05, 0.5])
+def test_swapping_by_the_rate_alone_moves_the_rate(rate: float) -> None:
+    """With k = 0 the swap moves the rate's pairs and no more (two persons a pair, each to
+    another block of its tract), where census swap's k = 3 moves every person counted below
+    3 in its block too (47 % of the slice at "5 %"); the release says which it did."""
+    from statrecon.experiments.protections import ProtectionsOptions, moved_share, settings
+
+    persons = read_persons(SLICE).persons
+    by_rate = next(s for s in settings(ProtectionsOptions(swap_rates=(rate,), swap_k=0))
+                   if s.method == "swap")
+    assert by_rate.key == f"swap_{rate:g}_k0" and by_rate.parameter.endswith("k = 0")
+    assert by_rate.protect is not None
+    moved = moved_share(persons, by_rate.protect)
+    assert moved is not None and moved <= rate + 2 / len(persons)
+    assert moved >= rate / 2  # a pair in one block moves no one; most pairs cross blocks
+    targeted = moved_share(persons, CensusProtectOptions("swap", rate=rate))
+    assert targeted is not None and targeted > moved
+    assert "counted below" not in protect_census(persons, by_rate.protect).statement

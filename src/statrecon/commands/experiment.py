@@ -391,6 +391,9 @@ def protections(
     swap_rates: Annotated[str, typer.Option(
         help="Record swapping rates, shares of the persons in [0, 1] ('none': left out).")]
         = "0.05,0.1,0.5",
+    swap_k: Annotated[int, typer.Option(
+        min=0, help="Swapping also moves every person counted below k in its block (census "
+                    "swap's k); 0: the rate alone, as the Bureau's swap rates are read.")] = 3,
     ckm: Annotated[str, typer.Option(
         help="Cell key perturbation ptables as D:V (maximum noise, variance), comma "
              "separated.")] = "2:1.08,5:3",
@@ -432,7 +435,7 @@ def protections(
         raise StatreconError(f"{source}: no such file" + (
             "" if truth else " (run from the repository root, or give --truth FILE)"))
     options = pr.ProtectionsOptions(
-        swap_rates=pr.parse_rates(swap_rates), ckm=pr.parse_ckm(ckm),
+        swap_rates=pr.parse_rates(swap_rates), swap_k=swap_k, ckm=pr.parse_ckm(ckm),
         bases=pr.parse_whole(bases, "--bases", 2, "a rounding base"),
         thresholds=pr.parse_whole(thresholds, "--thresholds", 1, "a threshold"),
         rhos=rhos, seed=seed, rank=rank, delta=delta,

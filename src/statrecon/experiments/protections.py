@@ -47,7 +47,7 @@ from statrecon.census.persons.microdata import BLOCK_COLUMN
 from statrecon.census.persons.release import CensusRelease, ReleaseNoise, read_release
 from statrecon.census.persons.swap import read_persons, swap_persons, swapped_file
 from statrecon.engines.census import DEFAULT_TRACT_TIME_LIMIT, CensusOptions
-from statrecon.errors import StatreconError, check_option
+from statrecon.errors import StatreconError, check_count, check_option
 from statrecon.experiments import dp_census
 from statrecon.experiments.census_match import compare
 from statrecon.outputs import write_atomically
@@ -87,6 +87,7 @@ class ProtectionsOptions:
     block of a proof of certain persons."""
 
     swap_rates: tuple[float, ...] = DEFAULT_SWAP_RATES
+    swap_k: int = 3
     ckm: tuple[tuple[int, Fraction], ...] = DEFAULT_CKM
     bases: tuple[int, ...] = DEFAULT_BASES
     thresholds: tuple[int, ...] = DEFAULT_THRESHOLDS
@@ -101,6 +102,7 @@ class ProtectionsOptions:
     def __post_init__(self) -> None:
         check_option(self, "swap_rates", all(0 <= r <= 1 for r in self.swap_rates),
                      "each swap rate a share of the persons in [0, 1]")
+        check_count(self, "swap_k", 0)
         check_option(self, "ckm", all(d >= 1 and v > 0 for d, v in self.ckm),
                      "each (D, V) with D >= 1 and V > 0")
         check_option(self, "bases", all(b >= 2 for b in self.bases),
@@ -125,8 +127,11 @@ class Setting:
 def settings(options: ProtectionsOptions) -> list[Setting]:
     """Every setting the options name, method by method."""
     seed = options.seed
-    out = [Setting("swap", f"{r:.0%}", f"swap_{r:g}",
-                   CensusProtectOptions("swap", seed=seed, rate=r)) for r in options.swap_rates]
+    k = options.swap_k
+    out = [Setting("swap", f"{r:.0%}" + ("" if k == 3 else f", k = {k}"),
+                   f"swap_{r:g}" + ("" if k == 3 else f"_k{k}"),
+                   CensusProtectOptions("swap", seed=seed, rate=r, swap_k=k))
+           for r in options.swap_rates]
     out += [Setting("ckm", f"D = {d}, V = {float(v):g}", f"ckm_D{d}",
                     CensusProtectOptions("ckm-abs", seed=seed, d=d, v=v))
             for d, v in options.ckm]

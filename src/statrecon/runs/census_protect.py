@@ -60,7 +60,8 @@ class CensusProtectOptions:
     cyclically), ``threshold`` withholds a published value below it (default 0: none).
     Rounding: ``base`` and ``rounding`` (nearest or random). Suppression: counts from 1 to
     ``threshold`` - 1 withheld (default 3; zeros are published). Swapping: ``rate`` of the
-    persons, partners within their tract of the same voting age (``census swap``'s
+    persons, every person counted below ``swap_k`` in its block swapped too (0: the rate
+    alone), partners within their tract of the same voting age (``census swap``'s
     defaults). ``knowledge``: what the attacker knows (``KNOWLEDGE``; None: its first)."""
 
     method: Method
@@ -73,11 +74,13 @@ class CensusProtectOptions:
     rounding: str = "nearest"
     rate: float = 0.05
     knowledge: str | None = None
+    swap_k: int = 3
 
     def __post_init__(self) -> None:
         check_choice(self, "method", METHODS)
         check_count(self, "seed", 0)
         check_count(self, "base", 2)
+        check_count(self, "swap_k", 0)
         check_count(self, "threshold", 0, optional=True)
         check_choice(self, "rounding", ROUNDINGS)
         check_option(self, "rate", isinstance(self.rate, int | float)
@@ -141,9 +144,12 @@ def protect_census(persons: pd.DataFrame, options: CensusProtectOptions,
         block, tract = _tabulate(swapped, cells)
         points = [BoundedCells(t.geoids, t.published, t.published, t.published)
                   for t in (block, tract)]
-        text = (f"targeted record swapping of {options.rate:.1%} of the persons (partners "
-                "of the same voting age within the tract): exact tables of the swapped "
-                "persons, so every bound holds for them, not for the persons themselves")
+        at_risk = (f", and every person counted below {options.swap_k} in its block"
+                   if options.swap_k else "")
+        text = (f"targeted record swapping of {options.rate:.1%} of the persons{at_risk} "
+                "(partners of the same voting age within the tract): exact tables of the "
+                "swapped persons, so every bound holds for them, not for the persons "
+                "themselves")
         return ProtectedCensus(options, cells, points[0], points[1], text, of_truth=False)
     if options.method in ("ckm-ons", "ckm-abs"):
         return _perturbed(persons, cells, options)
@@ -155,9 +161,9 @@ def protect_census(persons: pd.DataFrame, options: CensusProtectOptions,
 
 
 def swap_plan(options: CensusProtectOptions) -> PersonsSwap:
-    """The swap a ``swap`` release makes (``census swap``'s defaults: k = 3, partners of the
-    same voting age within the tract), at the options' rate and seed."""
-    return PersonsSwap(rate=options.rate, seed=options.seed)
+    """The swap a ``swap`` release makes (``census swap``'s defaults: partners of the same
+    voting age within the tract), at the options' rate, k and seed."""
+    return PersonsSwap(rate=options.rate, k=options.swap_k, seed=options.seed)
 
 
 def count_cells(tables: str = "sf1-persons") -> tuple[Sf1Cell, ...]:
