@@ -38,6 +38,19 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+@pytest.mark.parametrize(("d", "v", "js", "key_range"), [(2, "1.08", 1, 256), (3, "3", 2, 256),
+                                                     (5, "3", 0, 97)])
+def test_the_ons_form_gives_each_key_the_noise_of_its_unit_key(d: int, v: str, js: int,
+                                                                key_range: int) -> None:
+    """``keyed`` (one walk per row) against its definition, key by key in Fractions: ONS key
+    k perturbs count pcv as the unit key k / key_range does, past the ptable's top row too."""
+    built = build_ptable(PTableParams(d, Fraction(v), js))
+    got = keyed(built, key_range)
+    for pcv in (*range(1, built.top + 2), 750):
+        assert got.values[pcv] == tuple(built.perturbation(pcv, Fraction(k, key_range))
+                                        for k in range(key_range))
+
+
 def test_both_formats_read_back_exactly(files: Path) -> None:
     abs_read = read_ptable(files / "abs.csv")
     assert isinstance(abs_read, IntervalPTable) and abs_read.rows == ABS.rows
