@@ -315,10 +315,30 @@ def test_the_master_goes_to_highs_only_when_floats_hold_it_exactly(scale: int,
     p = t.problem([cell(t, A="a0", B="b0")])
     r = protect(p, costs=[v * scale for v in p.values],
                 options=ProtectOptions(method="exact", time_limit=None))
-    assert r.status == "optimal" and f"({solver} master)" in r.note
+    assert r.status == "optimal" and f"({solver} master" in r.note
     assert set(r.secondary) == {cell(t, A="a1", B="b0"), cell(t, A="a0", B="b2"),
                                 cell(t, A="a1", B="b2")}
     assert r.cost == (6 + 1 + 2) * scale
+
+
+@settings(max_examples=60, deadline=None)
+@given(instances())
+def test_exact_with_costs_too_large_for_floats_finds_the_least_cost(
+        case: tuple[IntervalProblem, list[int], list[int]]) -> None:
+    """Costs over 2**20 in all: HiGHS only proposes patterns and CP-SAT proves the end; the
+    cost is still the brute-force least (costs made distinct so that ties do not hide a
+    wrong pattern)."""
+    p, candidates, small = case
+    costs = [c * 2**21 + j for j, c in enumerate(small)]
+    allowed = [j in candidates for j in range(p.n_cells)]
+    oracle = least_cost(p, candidates, costs)
+    exact = protect(p, candidates=allowed, costs=costs,
+                    options=ProtectOptions(method="exact", time_limit=None))
+    if oracle is None:
+        assert exact.status == "infeasible"
+        return
+    assert exact.status == "optimal" and exact.cost == oracle, exact.note
+    assert protects(p, exact.hidden) and set(exact.secondary) <= set(candidates)
 
 
 def test_zeros_are_offered_by_default_and_a_primary_zero_is_protected() -> None:
