@@ -256,6 +256,24 @@ def _release_value(folder: Path, text: str) -> None:
     pq.write_table(table, path)
 
 
+def _swap_statement(folder: Path) -> Path:
+    """The statement census swap writes (its own writer: swap.statement), beside persons."""
+    import json
+
+    from statrecon.census.persons.swap import PersonsSwap, preserved
+    from statrecon.census.persons.swap_statement import METHOD
+
+    _persons(folder)
+    plan = PersonsSwap(rate=0.05)
+    statement = {"method": METHOD, "units": "persons", "swap_rate": 0.05, "k_anonymity": 3,
+                 "levels": list(plan.levels), "within": plan.within,
+                 "risk_variables": list(plan.risk),
+                 "similarity_profiles": [list(p) for p in plan.similar],
+                 "preserved": preserved(plan)}
+    (folder / "s.swap.json").write_text(json.dumps(statement, indent=2), encoding="utf-8")
+    return folder / "s.swap.json"
+
+
 def _allocation(folder: Path) -> Path:
     _persons(folder)
     (folder / "a.yaml").write_text("P1: 0.5\nP12: 0.5\n", encoding="utf-8")
@@ -360,6 +378,15 @@ READERS: tuple[Reader, ...] = (
            lambda main, out: ["census", "block-release", str(main), "--block", BLOCKS[0],
                               "--out", str(out)],
            number=_release_value, text=False, writes=True),
+    Reader("swap statement", ("census/persons/swap_statement.py",), _swap_statement,
+           lambda main, out: ["census", "tabulate", "--persons", str(main.parent / "p.csv"),
+                              "--tables", "P1,P12", "--swap-statement", str(main), "--out",
+                              str(out), "--quiet"],
+           number=lambda f, t: _sub(f / "s.swap.json", '"swap_rate": 0.05',
+                                    f'"swap_rate": {t}'),
+           code=lambda f, t: _sub(f / "s.swap.json", '"voting_age"', f'"{t}"'),
+           duplicate=lambda f: _sub(f / "s.swap.json", '"k_anonymity": 3',
+                                    '"k_anonymity": 3, "k_anonymity": 3'), writes=True),
     Reader("noise allocation", ("census/persons/noise.py",), _allocation,
            lambda main, out: ["census", "tabulate", "--persons", str(main.parent / "p.csv"),
                               "--tables", "P1,P12", "--dp-rho", "1", "--seed", "0",

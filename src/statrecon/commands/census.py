@@ -49,6 +49,9 @@ def tabulate(
         "--exact-tract-population", help="With --dp-rho: also publish each tract's population "
         "exactly, an invariant outside the DP guarantee (as the 2020 production kept state "
         "populations exact); the reconstruction then keeps it.")] = False,
+    swap_statement: Annotated[Path | None, typer.Option(
+        help="The <stem>.swap.json that census swap wrote beside these (swapped) persons: "
+             "the release then states the swap it was made after.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable summary.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress on stderr.")] = False,
 ) -> None:
@@ -58,6 +61,7 @@ def tabulate(
     from statrecon.census.persons.microdata import load_persons
     from statrecon.census.persons.noise import noise_summary, noisy_table
     from statrecon.census.persons.release import write_release
+    from statrecon.census.persons.swap_statement import describe, read_statement
     from statrecon.census.persons.tabulate import tabulate_cells
     from statrecon.db import open_connection
 
@@ -67,8 +71,10 @@ def tabulate(
                              "noise; give --dp-rho too")
     cells = select_cells(tables, with_p13=with_p13)
     plan = _noise_plan(cells, dp_rho, allocation)
+    swap = None if swap_statement is None else read_statement(swap_statement)
     check_writable(out, "--out", inputs_given=(("--persons", persons),
-                                                  ("--allocation", allocation)))
+                                                  ("--allocation", allocation),
+                                                  ("--swap-statement", swap_statement)))
     t0 = time.perf_counter()
     con = open_connection()
     noise = None
@@ -78,13 +84,14 @@ def tabulate(
         if plan is not None:
             table, noise = noisy_table(table, plan, seed,
                                        cells if exact_tract_population else None)
-        write_release(table, cells, tables, out, noise)
+        write_release(table, cells, tables, out, noise, swap)
         geos = {lv: len(set(con.execute(f"SELECT DISTINCT {lv} FROM persons").fetchall()))
                 for lv in ("block", "tract")}
     summary = {"persons": n, "blocks": geos["block"], "tracts": geos["tract"],
                "cells": len(cells), "rows": table.num_rows,
                "elapsed_s": round(time.perf_counter() - t0, 3), "out": str(out),
-               **({"noise": noise_summary(noise)} if noise is not None else {})}
+               **({"noise": noise_summary(noise)} if noise is not None else {}),
+               **({"swap": describe(swap)} if swap is not None else {})}
     if as_json:
         sys.stdout.write(json.dumps(summary) + "\n")
     else:
@@ -99,6 +106,9 @@ def tabulate(
                 f"sigma {line['sigma_min']:.3g} to {line['sigma_max']:.3g}, sampler "
                 f"{line['sampler']}" + (" (seeded: reproducible, not DP-hardened)"
                                         if line["sampler"] == "numpy" else ""))
+        if swap is not None:
+            Console(stderr=True).print(f"stated with the release: {describe(swap)}",
+                                       highlight=False)
 
 
 def _noise_plan(cells: Any, rho: float | None, allocation: Path | None) -> Any:

@@ -423,6 +423,53 @@ def test_the_swapped_file_tabulates_to_the_same_tract_tables(
     assert differs.any()  # the block tables do change
 
 
+def test_the_release_states_the_swap_it_was_made_after(
+        swapped_slice: tuple[Path, dict[str, object]], tmp_path: Path) -> None:
+    """``census tabulate --swap-statement``: the release carries census swap's statement
+    (read back, checked, from the release alone) and says so; without it, none."""
+    from statrecon.census.persons.release import read_release
+
+    out, _ = swapped_slice
+    statement = out.with_name("slice.swap.json")
+    release = tmp_path / "swapped.parquet"
+    run = statrecon("census", "tabulate", "--persons", out, "--out", release, "--tables",
+                    "P1,P12", "--swap-statement", statement, "--json", "--quiet")
+    assert run.returncode == 0, run.stderr
+    assert json_of(run)["swap"] == ("targeted record swapping of 5.0% of the persons, and "
+                                    "every unit counted below 3 in its area")
+    written = json.loads(statement.read_text(encoding="utf-8"))
+    assert read_release(release).swap == written
+    plain = tmp_path / "plain.parquet"
+    assert statrecon("census", "tabulate", "--persons", out, "--out", plain, "--tables",
+                     "P1", "--quiet").returncode == 0
+    assert read_release(plain).swap is None
+
+
+@pytest.mark.parametrize(("change", "words"), [
+    ('"swap_rate": 0.05', '"swap_rate": 1.5'), ('"k_anonymity": 3', '"k_anonymity": -1'),
+    ('"units": "persons"', '"units": "robots"'),
+    ('"within": "tract"', '"within": "tract", "within": "block"'),
+    ('"within": "tract"', '"within": "tract", "seed": 7'),
+    ('"levels": [', '"levels": ["planet", '),
+])
+def test_a_bad_swap_statement_is_one_line_naming_its_field(
+        swapped_slice: tuple[Path, dict[str, object]], tmp_path: Path, run_cli: CliRunner,
+        change: tuple[str, str], words: str) -> None:
+    out, _ = swapped_slice
+    text = json.dumps(json.loads(out.with_name("slice.swap.json").read_text(
+        encoding="utf-8")))
+    assert change in text
+    bad = tmp_path / "bad.swap.json"
+    bad.write_text(text.replace(change, words), encoding="utf-8")
+    field = words.split('"')[1] if "seed" not in words else "not understood: 'seed'"
+    if "within" in words and "block" in words:
+        field = "'within' appears twice"
+    assert_one_line_error(run_cli("census", "tabulate", "--persons", out, "--out",
+                                  tmp_path / "r.parquet", "--swap-statement", bad),
+                          "bad.swap.json", field)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.swap.json"]
+
+
 def test_census_swap_is_reproducible_with_its_seed(tmp_path: Path) -> None:
     written = []
     for name, seed in (("a", "5"), ("b", "5"), ("c", "6")):

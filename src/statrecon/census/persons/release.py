@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import closing
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -31,6 +31,7 @@ from statrecon.census.persons.cells import (
     definitions_digest,
 )
 from statrecon.census.persons.identities import check_identities
+from statrecon.census.persons.swap_statement import check_statement
 from statrecon.db import hardened
 from statrecon.discrete_gaussian import sampler_reach, scale_problem
 from statrecon.errors import StatreconError
@@ -51,15 +52,19 @@ INVARIANT_ALPHA = 1e-12
 
 
 def write_release(table: pa.Table, cells: tuple[Sf1Cell, ...], tables: str, path: Path,
-                  noise: dict[str, object] | None = None) -> None:
+                  noise: dict[str, object] | None = None,
+                  swap: dict[str, Any] | None = None) -> None:
     """Write the long table with its definitions (atomically: temp file, then rename);
     ``noise``: what a noisy release states about its noise (``NoisePlan.as_json`` and the
-    sampler)."""
+    sampler); ``swap``: the statement of the swap its persons went through
+    (``swap_statement``)."""
     meta: dict[str, object] = {"format": FORMAT, "tables": tables,
                                "digest": definitions_digest(cells),
                                "cells": [asdict(c) for c in cells]}
     if noise is not None:
         meta["noise"] = noise
+    if swap is not None:
+        meta["swap"] = check_statement(swap)
     table = table.replace_schema_metadata({METADATA_KEY: json.dumps(meta).encode()})
     write_atomically(path, lambda tmp: pq.write_table(table, tmp))
 
@@ -177,6 +182,7 @@ class CensusRelease:
     block_values: np.ndarray  # blocks x block cells, in definition order
     tract_values: np.ndarray  # tracts x tract cells
     noise: ReleaseNoise | None = None  # None: exact tables
+    swap: dict[str, Any] | None = None  # the swap statement its persons came with, if any
 
     @property
     def block_cells(self) -> list[Sf1Cell]:
@@ -229,6 +235,7 @@ def read_release(path: Path) -> CensusRelease:
         raise StatreconError(f"{path}: unreadable cell definitions ({e})") from None
     try:
         noise = _noise_from_meta(meta.get("noise"), cells)
+        swap = None if meta.get("swap") is None else check_statement(meta["swap"])
     except (ValueError, TypeError) as e:
         raise StatreconError(f"{path}: {e}") from None
     missing = [c for c in COLUMNS if c not in schema.names]
@@ -247,7 +254,7 @@ def read_release(path: Path) -> CensusRelease:
         _check_invariants(path, noise.tract_population, tracts)
         h += ":" + _hash_invariants(noise.tract_population)
     release = CensusRelease(path, cells, str(meta.get("tables", "")), h, blocks, tracts,
-                            block_values, tract_values, noise)
+                            block_values, tract_values, noise, swap)
     if not noisy:  # noisy measurements do not add up, by design
         check_identities(release)
     if noise is not None and noise.tract_population is not None:

@@ -35,6 +35,7 @@ import pandas as pd
 from statrecon.census.geography import GEOID_LENGTH, STATE_LENGTH, TRACT_LENGTH
 from statrecon.census.persons.cells import RACES
 from statrecon.census.persons.microdata import BLOCK_COLUMN, load_persons
+from statrecon.census.persons.swap_statement import METHOD
 from statrecon.census.swapping import SwapPlan, SwapResult, check_plan, record_swap
 from statrecon.db import open_connection
 from statrecon.errors import StatreconError
@@ -255,7 +256,7 @@ def preserved(options: PersonsSwap) -> list[str]:
 
 def statement(result: SwapResult, options: PersonsSwap) -> dict[str, Any]:
     """What goes with the release: the method and its parameters, never the seed."""
-    return {"method": "targeted record swapping (as sdcMicro's recordSwap)",
+    return {"method": METHOD,
             "units": options.unit_name, "swap_rate": options.rate, "k_anonymity": options.k,
             "levels": list(options.levels), "within": options.within,
             "risk_variables": list(options.risk),
