@@ -8,17 +8,19 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
 import scipy.sparse as sp
 
+from statrecon.engines.intervals import local
 from statrecon.engines.intervals.integer import (
     ComponentModel,
     IntOutcome,
     from_lp,
     model_problem,
 )
+from statrecon.engines.intervals.local import SIDES, local_sides
 from statrecon.engines.intervals.lp import LpOutcome, component_box, lp_bound
 from statrecon.engines.intervals.problem import Component, IntervalProblem, Prepared, prepare
 from statrecon.engines.intervals.results import (
@@ -53,6 +55,7 @@ class AuditOptions:
     workers: int = 1
     on_progress: Callable[[int, int], None] | None = None
     deadline: Deadline | None = None
+    whole: bool = True  # False: a side its neighbourhood leaves open stays unknown
 
     def __post_init__(self) -> None:
         check_time_limit(self)
@@ -69,12 +72,25 @@ def audit(problem: IntervalProblem | Prepared, cells: Sequence[int] | None = Non
         j for j, h in enumerate(prep.problem.hidden) if h]
     for j in todo:
         _check_cell(prep.problem, j)
-    out = []
+    large = any(len(c.cells) >= local.LOCAL_FROM for c in prep.components)
+    first = replace(options, whole=False) if large and options.whole else options
+    out: dict[int, CellAudit] = {}
     for done, j in enumerate(todo, start=1):
-        out.append(audit_cell(prep, j, options))
+        out[j] = audit_cell(prep, j, first)
         if options.on_progress is not None:
             options.on_progress(done, len(todo))
-    return AuditResult(tuple(out), time.perf_counter() - start)
+    if first is not options:  # then the sides no neighbourhood decided, over the whole
+        again = [j for j in todo if not _decided(out[j], options.integer)]
+        for done, j in enumerate(again, start=len(todo) + 1):
+            out[j] = audit_cell(prep, j, options)
+            if options.on_progress is not None:
+                options.on_progress(done, len(todo) + len(again))
+    return AuditResult(tuple(out[j] for j in todo), time.perf_counter() - start)
+
+
+def _decided(a: CellAudit, integer: bool) -> bool:
+    sides = [a.lp] + ([a.integer] if integer and a.integer is not None else [])
+    return all(iv.lower.proven and iv.upper.proven for iv in sides)
 
 
 def _check_cell(p: IntervalProblem, j: int) -> None:
@@ -94,20 +110,26 @@ def audit_cell(problem: IntervalProblem | Prepared, j: int,
     p = prep.problem
     _check_cell(p, j)
     ci = prep.component_of[j]
-    comp, solver = prep.components[ci], prep.solver(ci)
+    comp = prep.components[ci]
     jl = comp.local[j]
     deadline = _earlier(Deadline.after(options.time_limit), options.deadline)
-    low = lp_bound(solver, comp, {jl: 1}, "lower", deadline, p.scale)
-    high = lp_bound(solver, comp, {jl: 1}, "upper", deadline, p.scale)
-    lp = Interval(_lp_bound(comp, low), _lp_bound(comp, high))
+    # each side with the problem its indices refer to: a neighbourhood (local.py) or comp
+    found = local_sides(prep, ci, jl, deadline)
+    open_side = LpOutcome("unknown", note="not decided by the equations around the cell")
+    low, high = (got if got is not None else
+                 (lp_bound(prep.solver(ci), comp, {jl: 1}, side, deadline, p.scale)
+                  if options.whole else open_side, comp)
+                 for got, side in zip(found, SIDES, strict=True))
+    lp = Interval(_lp_bound(low[1], low[0]), _lp_bound(high[1], high[0]))
     integer = None
     if options.integer:
-        sides = _integer(prep, ci, jl, (low, high), deadline, options.workers)
-        integer = Interval(*(_int_bound(comp, o, lp_side) for o, lp_side in
-                             zip(sides, (low, high), strict=True)))
+        sides = _integer(prep, ci, jl, (low[0], high[0]), deadline, options.workers,
+                         options.whole)
+        integer = Interval(*(_int_bound(space if o.of_lp else comp, o, lp_side, space)
+                             for o, (lp_side, space) in zip(sides, (low, high), strict=True)))
     protection, sliding = p.protection_of(j), p.sliding_of(j)
     return CellAudit(cell=j, name=p.cell_names[j], value=p.values[j], protection=protection,
-                     lp=lp, integer=integer, attack=_attack(p, comp, (low, high)),
+                     lp=lp, integer=integer, attack=_attack(p, (low, high)),
                      verdict=verdict(p.values[j], protection, lp, integer, sliding),
                      elapsed_s=time.perf_counter() - start, sliding=sliding)
 
@@ -119,12 +141,17 @@ def _earlier(own: Deadline, shared: Deadline | None) -> Deadline:
 
 
 def _integer(prep: Prepared, ci: int, jl: int, lp: tuple[LpOutcome, LpOutcome],
-             deadline: Deadline, workers: int) -> tuple[IntOutcome, IntOutcome]:
-    """Both sides of the integer interval; the CP-SAT model is built once, if needed."""
+             deadline: Deadline, workers: int, whole: bool = True
+             ) -> tuple[IntOutcome, IntOutcome]:
+    """Both sides of the integer interval; the CP-SAT model is built once, if needed (never
+    when not ``whole``: only what the LP sides give)."""
     scale, comp = prep.problem.scale, prep.components[ci]
     quick = [from_lp(side, scale) for side in lp]
     if all(q is not None for q in quick):
         return quick[0], quick[1]  # type: ignore[return-value]
+    if not whole:
+        later = IntOutcome("unknown", note="left to the whole component")
+        return quick[0] or later, quick[1] or later
     if deadline.expired:  # the box alone costs an LP over the component, for each cell
         late = IntOutcome("unknown", note="time limit")
         return quick[0] or late, quick[1] or late
@@ -159,21 +186,23 @@ def _lp_bound(comp: Component, o: LpOutcome) -> Bound:
     return Bound(o.value, "proven", "dual", multipliers=mult, witness=_globals(comp, o.point))
 
 
-def _int_bound(comp: Component, o: IntOutcome, lp: LpOutcome) -> Bound:
+def _int_bound(comp: Component, o: IntOutcome, lp: LpOutcome, space: Component) -> Bound:
+    """``comp``: the problem of the witness's indices; ``space``: that of the LP side's."""
     if o.status != "proven":
         return Bound(None, "unknown", "none", note=o.note)
     if o.proof == "ray":
-        return Bound(None, "proven", "ray", ray=_globals(comp, lp.ray))
-    mult = tuple((comp.equations[k], y) for k, y in lp.multipliers) \
+        return Bound(None, "proven", "ray", ray=_globals(space, lp.ray))
+    mult = tuple((space.equations[k], y) for k, y in lp.multipliers) \
         if o.proof == "lp-dual" else ()
     return Bound(o.value, "proven", o.proof, multipliers=mult,
                  witness=_globals(comp, o.witness))
 
 
-def _attack(p: IntervalProblem, comp: Component, lp: tuple[LpOutcome, LpOutcome]) -> Attack:
+def _attack(p: IntervalProblem, lp: tuple[tuple[LpOutcome, Component], ...]) -> Attack:
     """Equations with a non-zero multiplier in either LP certificate, and the published cells
     they hold."""
-    eqs = sorted({comp.equations[k] for side in lp for k, y in side.multipliers if y})
+    eqs = sorted({space.equations[k] for side, space in lp for k, y in side.multipliers
+                  if y})
     A = p.matrix if isinstance(p.matrix, sp.csr_matrix) else sp.csr_matrix(p.matrix)
     published: set[int] = set()
     for i in eqs:

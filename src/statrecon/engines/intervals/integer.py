@@ -41,6 +41,7 @@ class IntOutcome:
     proof: ProofKind = "none"
     witness: tuple[Fraction, ...] = ()
     note: str = ""
+    of_lp: bool = False  # the witness is the LP side's point, over that side's cells
 
 
 def from_lp(lp: LpOutcome, scale: int) -> IntOutcome | None:
@@ -50,9 +51,9 @@ def from_lp(lp: LpOutcome, scale: int) -> IntOutcome | None:
     if lp.status != "proven":
         return None
     if lp.value is None:
-        return IntOutcome("proven", None, "ray")
+        return IntOutcome("proven", None, "ray", of_lp=True)
     if on_lattice(lp.point, scale):
-        return IntOutcome("proven", lp.value, "lp-dual", lp.point)
+        return IntOutcome("proven", lp.value, "lp-dual", lp.point, of_lp=True)
     return None
 
 
