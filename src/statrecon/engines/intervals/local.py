@@ -57,6 +57,8 @@ def local_sides(prep: Prepared, ci: int, jl: int, deadline: Deadline,
         eqs = _ball(comp, rows_of, jl, radius)
         if len(eqs) == len(comp.rows):
             break  # nothing dropped: the whole component's LP is the same LP
+        if sum(len(comp.rows[k]) for k in eqs) > 6 * LOCAL_MAX:
+            break  # too large to be worth it (counted before anything is built)
         outer, inner = _neighbourhood(comp, rows_of, eqs, values)
         if len(outer.cells) > LOCAL_MAX:
             break
