@@ -175,3 +175,12 @@ def test_stdin_on_a_terminal_says_how_to_end(audit_schema: Path) -> None:
     assert json.loads(out.splitlines()[0])["statistic"] == "q1"
     piped = audit_cli(audit_schema, "--json", stdin=f"q1: {SUM_ALL} ; 32.1\n")
     assert piped.returncode == 0 and "stdin" not in piped.stderr
+
+
+def test_workers_zero_means_every_core_this_process_may_use() -> None:
+    """``--workers 0`` (most commands' default): the cores of this process's CPU affinity; a
+    number given stays as given."""
+    from statrecon.commands.options import workers_option
+
+    assert workers_option(3) == 3
+    assert workers_option(0) == len(os.sched_getaffinity(0))

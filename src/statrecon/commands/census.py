@@ -4,7 +4,6 @@ scale."""
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -13,7 +12,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from statrecon.commands.options import time_limit_option
+from statrecon.commands.options import time_limit_option, workers_option
 from statrecon.commands.progress import activity, run_bar
 from statrecon.errors import InconsistentReleaseError, StatreconError
 from statrecon.exitcodes import EXIT_UNKNOWN
@@ -159,7 +158,7 @@ def reconstruct(
 
     check_writable(out, "--out", inputs_given=(("release", release),))
     rel = read_release(release)
-    n_workers = workers or os.cpu_count() or 1
+    n_workers = workers_option(workers)
     options = census_options(time_limit, certify, rank)
     err = Console(stderr=True)
     with run_bar("tracts", "persons", quiet=quiet) as progress:
@@ -216,7 +215,7 @@ def certain(
     with run_bar("tracts", "persons", quiet=quiet) as progress:
         summary = certain_release(rel, out, delta,
                                   time_limit_option(time_limit, DEFAULT_TIME_LIMIT), progress,
-                                  workers=workers or os.cpu_count() or 1, executor=executor)
+                                  workers=workers_option(workers), executor=executor)
     data = {"blocks": summary.blocks, "certain_within_noise": summary.persons,
             "delta": delta, "statuses": summary.statuses,
             "elapsed_s": round(summary.elapsed_s, 3), "out": str(out)}

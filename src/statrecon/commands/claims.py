@@ -10,7 +10,6 @@ Thin layer: options, progress bars, printing and exit codes live here; the files
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import sys
 from pathlib import Path
@@ -19,7 +18,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from statrecon.commands.options import time_limit_option
+from statrecon.commands.options import time_limit_option, workers_option
 from statrecon.commands.progress import run_bar
 from statrecon.engines.claims.formulations import FORMULATIONS, formulations_help
 from statrecon.errors import StatreconError
@@ -183,7 +182,7 @@ def verify(
     options = _options(formulation, k, time_limit, negative)
     if (households is None) == (tables is None):
         raise StatreconError("give exactly one of --households and --tables")
-    workers = workers or (os.cpu_count() or 1)
+    workers = workers_option(workers)
     tract_priors: dict[str, Any] = {}
     state_priors: dict[str, Any] = {}
     if households is not None:
@@ -257,7 +256,7 @@ def experiment(
     options = _options(formulation, k, time_limit, True)
     if blocks < 1:
         raise StatreconError(f"--blocks {blocks}: must be at least 1")
-    n_workers = workers or (os.cpu_count() or 1)
+    n_workers = workers_option(workers)
     check_writable_folder(out, "--out")
     command = "statrecon claims experiment " + " ".join(shlex.quote(a) for a in sys.argv[3:]) \
         if len(sys.argv) > 3 else ""

@@ -19,7 +19,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from statrecon.commands.options import time_limit_option
+from statrecon.commands.options import time_limit_option, workers_option
 from statrecon.commands.progress import activity, step_bar
 from statrecon.engines.linear.estimators import ESTIMATORS
 from statrecon.errors import StatreconError
@@ -351,7 +351,6 @@ def dp_census(
 ) -> None:
     """Reconstruction, ranking and certainty from noisy SF1 person tables against rho, beside
     the baselines (PNG, JSON and a README table under --out)."""
-    import os
 
     from statrecon.commands.progress import run_bar
     from statrecon.experiments import dp_census as dp
@@ -366,7 +365,7 @@ def dp_census(
     folder = check_writable_folder(out, "--out")
     limit = time_limit_option(time_limit, dp.DpCensusOptions.time_limit)
     options = dp.DpCensusOptions(rhos=rhos, seed=seed, rank=rank, delta=delta,
-                                 certify=certify, workers=workers or os.cpu_count() or 1,
+                                 certify=certify, workers=workers_option(workers),
                                  executor=executor, time_limit=limit)
     err = Console(stderr=True)
     with run_bar("tracts", "persons", quiet=quiet) as progress:
@@ -423,7 +422,6 @@ def protections(
     """Every protection's utility (error of the published cells) against its risk
     (reconstruction, persons proven), beside DP and the baselines (PNG, JSON and a README
     table under --out)."""
-    import os
 
     from statrecon.commands.progress import run_bar
     from statrecon.experiments import dp_census as dp
@@ -439,7 +437,7 @@ def protections(
         bases=pr.parse_whole(bases, "--bases", 2, "a rounding base"),
         thresholds=pr.parse_whole(thresholds, "--thresholds", 1, "a threshold"),
         rhos=rhos, seed=seed, rank=rank, delta=delta,
-        workers=workers or os.cpu_count() or 1,
+        workers=workers_option(workers),
         time_limit=time_limit_option(time_limit, pr.ProtectionsOptions.time_limit),
         certain_time_limit=time_limit_option(certain_time_limit,
                                              pr.ProtectionsOptions.certain_time_limit))

@@ -1,5 +1,5 @@
 """How a command turns its options into the library's ``*Options``: the one rule of
-``--time-limit``.
+``--time-limit``, and the one of ``--workers 0``.
 
 Every ``*Options`` of the library takes ``time_limit`` in seconds, with None for no limit,
 and its field's default is the engine's default (``ExactOptions.time_limit`` reads it); each
@@ -11,6 +11,7 @@ maps both, so no command restates an engine's number or tests ``math.isinf`` its
 from __future__ import annotations
 
 import math
+import os
 
 
 def time_limit_option(value: float | None, default: float | None) -> float | None:
@@ -26,3 +27,15 @@ def time_limit_option(value: float | None, default: float | None) -> float | Non
     if value is None:
         return default
     return None if math.isinf(value) else value
+
+
+def workers_option(value: int) -> int:
+    """``--workers`` as the library takes it: a number given stays; 0 (the default of most
+    commands) means every core this process may run on (its CPU affinity, which a container
+    or ``taskset`` narrows; ``os.cpu_count`` counts the machine's)."""
+    if value:
+        return value
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1

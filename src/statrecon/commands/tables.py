@@ -12,7 +12,6 @@ disclosed or under-protected, 3 when a time limit left some unknown.
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from dataclasses import dataclass
@@ -189,7 +188,7 @@ def audit(
                          threshold, hierarchy or [], time_limit, integer, as_json, all_,
                          quiet)
         return
-    from statrecon.commands.options import time_limit_option
+    from statrecon.commands.options import time_limit_option, workers_option
     from statrecon.commands.progress import run_bar
     from statrecon.engines.intervals import AuditOptions
     from statrecon.interrupt import hard_limit
@@ -211,7 +210,7 @@ def audit(
         options = AuditOptions(time_limit=limit, integer=integer)
         with run_bar("suppressed cells", "not protected", quiet=quiet) as progress:
             result = audit_tables(tables, options, apriori=cast(Any, apriori),
-                                  workers=workers or os.cpu_count() or 1, executor=executor,
+                                  workers=workers_option(workers), executor=executor,
                                   on_progress=progress, singletons=singletons)
         if html is not None:
             page = report.html_page(result)
@@ -680,7 +679,7 @@ def round_command(
     or controlled (additivity kept). Exit 0: written; 2: no controlled rounding exists (a
     CP-SAT proof; nothing written); 3: none found within the time limit (nothing written);
     4: --audit pins some true value or leaves a primary cell under-protected."""
-    from statrecon.commands.options import time_limit_option
+    from statrecon.commands.options import time_limit_option, workers_option
     from statrecon.engines.intervals import AuditOptions
     from statrecon.exitcodes import EXIT_INFEASIBLE
     from statrecon.interrupt import hard_limit
@@ -708,7 +707,7 @@ def round_command(
         raise StatreconError(f"--out {out}: write a .csv or .parquet file")
     limit = time_limit_option(time_limit, DEFAULT_TIME_LIMIT)
     options = RoundOptions(base, cast(Any, method), seed, limit, cast(Any, attacker_knows),
-                           workers or os.cpu_count() or 1)
+                           workers_option(workers))
     with hard_limit(backstop(limit), "reading and rounding the tables"):
         named = _inputs(source, rda, recompute_totals, dimensions, value, status, frequency,
                         False, None, None, None, False, 0.0, spec)
