@@ -390,6 +390,12 @@ def read_yaml(path: Path | str, what: str, *, limit: int = 1_000_000) -> Any:
     except yaml.YAMLError as e:
         raise _yaml_error(path, getattr(e, "problem_mark", None),
                           f"malformed YAML in the {what}") from None
+    except (ValueError, RecursionError) as e:  # a value PyYAML cannot build: an integer of
+        # thousands of digits (Python's limit), a date such as 2001-02-30, nesting too deep
+        why = "a number with more digits than Python reads" if "digits" in str(e) else \
+            _first_line(e)[:120]
+        raise StatreconError(f"{path}: a value of the {what} cannot be read: {why}",
+                             where=str(path)) from None
 
 
 def _no_duplicate_keys(path: Path, node: Any) -> None:

@@ -391,7 +391,7 @@ READERS: tuple[Reader, ...] = (
            lambda main, out: ["census", "tabulate", "--persons", str(main.parent / "p.csv"),
                               "--tables", "P1,P12", "--dp-rho", "1", "--seed", "0",
                               "--allocation", str(main), "--out", str(out), "--quiet"],
-           number=lambda f, t: _sub(f / "a.yaml", "P1: 0.5", f"P1: {t!r}"),
+           number=lambda f, t: _sub(f / "a.yaml", "P1: 0.5", f"P1: {t}"),
            code=lambda f, t: _sub(f / "a.yaml", "P1:", f"{t!r}:"),
            duplicate=lambda f: _sub(f / "a.yaml", "P1: 0.5", "P1: 0.5\nP1: 0.5")),
     Reader("households", ("census/households/files.py",), _households,
