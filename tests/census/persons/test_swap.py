@@ -258,6 +258,26 @@ def test_seeded_and_reproducible(ten_thousand: pd.DataFrame) -> None:
     assert not other.units["swapped"].equals(first.units["swapped"])
 
 
+def test_a_statement_of_a_tiny_rate_reads_back(
+        swapped_slice: tuple[Path, dict[str, object]], tmp_path: Path) -> None:
+    """JSON writes a rate of 0.00001 as 1e-05 (text, were it read as YAML 1.1): it reads back
+    as the number census swap wrote."""
+    from statrecon.census.persons.release import read_release
+
+    out, _ = swapped_slice
+    statement = json.loads(out.with_name("slice.swap.json").read_text(encoding="utf-8"))
+    statement["swap_rate"] = 0.00001
+    path = tmp_path / "tiny.swap.json"
+    path.write_text(json.dumps(statement), encoding="utf-8")
+    assert "1e-05" in path.read_text(encoding="utf-8")
+    release = tmp_path / "r.parquet"
+    run = statrecon("census", "tabulate", "--persons", out, "--out", release, "--tables", "P1",
+                    "--swap-statement", path, "--quiet")
+    assert run.returncode == 0, run.stderr
+    swap = read_release(release).swap
+    assert swap is not None and swap["swap_rate"] == 0.00001
+
+
 @pytest.mark.parametrize(("change", "words"), [
     ({"rate": 1.5}, "swap rate must lie in [0, 1], got 1.5"),
     ({"rate": -0.1}, "got -0.1"),
@@ -450,6 +470,7 @@ def test_the_release_states_the_swap_it_was_made_after(
     ('"units": "persons"', '"units": "robots"'),
     ('"within": "tract"', '"within": "tract", "within": "block"'),
     ('"within": "tract"', '"within": "tract", "seed": 7'),
+    ('"swap_rate": 0.05', '"swap_rate": NaN'),
     ('"levels": [', '"levels": ["planet", '),
 ])
 def test_a_bad_swap_statement_is_one_line_naming_its_field(
@@ -462,8 +483,10 @@ def test_a_bad_swap_statement_is_one_line_naming_its_field(
     bad = tmp_path / "bad.swap.json"
     bad.write_text(text.replace(change, words), encoding="utf-8")
     field = words.split('"')[1] if "seed" not in words else "not understood: 'seed'"
+    if "NaN" in words:
+        field = "NaN is not a JSON number"
     if "within" in words and "block" in words:
-        field = "'within' appears twice"
+        field = "'within' is given twice"
     assert_one_line_error(run_cli("census", "tabulate", "--persons", out, "--out",
                                   tmp_path / "r.parquet", "--swap-statement", bad),
                           "bad.swap.json", field)
