@@ -158,3 +158,5 @@ def test_swapping_by_the_rate_alone_moves_the_rate(rate: float) -> None:
     targeted = moved_share(persons, CensusProtectOptions("swap", rate=rate))
     assert targeted is not None and targeted > moved
     assert "counted below" not in protect_census(persons, by_rate.protect).statement
+    assert "every unit counted below 3 in its area" in protect_census(
+        persons, CensusProtectOptions("swap", rate=rate)).statement

@@ -33,7 +33,8 @@ import pyarrow as pa
 from statrecon.census.persons.cells import RACES, Sf1Cell, select_cells
 from statrecon.census.persons.microdata import BLOCK_COLUMN
 from statrecon.census.persons.release import MAX_VALUE
-from statrecon.census.persons.swap import PersonsSwap, swap_persons, swapped_file
+from statrecon.census.persons.swap import PersonsSwap, statement, swap_persons, swapped_file
+from statrecon.census.persons.swap_statement import describe
 from statrecon.census.persons.tabulate import KEY_COLUMN, tabulate_cells
 from statrecon.db import hardened
 from statrecon.engines.ckm import PTableParams, build_ptable
@@ -140,16 +141,14 @@ def protect_census(persons: pd.DataFrame, options: CensusProtectOptions,
     hispanic as booleans) under ``options``."""
     cells = count_cells(tables)
     if options.method == "swap":
-        swapped = swapped_file(persons, swap_persons(persons, swap_plan(options)))
-        block, tract = _tabulate(swapped, cells)
+        plan = swap_plan(options)
+        result = swap_persons(persons, plan)
+        block, tract = _tabulate(swapped_file(persons, result), cells)
         points = [BoundedCells(t.geoids, t.published, t.published, t.published)
                   for t in (block, tract)]
-        at_risk = (f", and every person counted below {options.swap_k} in its block"
-                   if options.swap_k else "")
-        text = (f"targeted record swapping of {options.rate:.1%} of the persons{at_risk} "
-                "(partners of the same voting age within the tract): exact tables of the "
-                "swapped persons, so every bound holds for them, not for the persons "
-                "themselves")
+        text = (f"{describe(statement(result, plan))} (partners of the same voting age "
+                "within the tract): exact tables of the swapped persons, so every bound "
+                "holds for them, not for the persons themselves")
         return ProtectedCensus(options, cells, points[0], points[1], text, of_truth=False)
     if options.method in ("ckm-ons", "ckm-abs"):
         return _perturbed(persons, cells, options)
