@@ -29,13 +29,16 @@ import scipy.sparse as sp
 
 from statrecon.engines.intervals.exact import Side
 from statrecon.engines.intervals.lp import LpOutcome, lp_bound
-from statrecon.engines.intervals.problem import Component, Prepared
+from statrecon.engines.intervals.problem import Component, Prepared, float_bounds
 from statrecon.engines.solvers.cpsat import Deadline
 from statrecon.engines.solvers.highs import ComponentLp
 
 RADII = (1, 2, 4)  # the cell's own equations, then within 2 steps, then 4
 LOCAL_FROM = 1_000  # cells of a component below which it is solved whole at once
 LOCAL_MAX = 2_000  # cells of a neighbourhood beyond which its LPs cost what the whole's do
+LOCAL_ENTRIES = 12_000  # (cell, equation) entries of a neighbourhood's equations: a cheaper
+                        # count first (a total's equations are long: 7 -> 36 cells a second
+                        # on issue 30's 102,786-cell release)
 SIDES: tuple[Side, Side] = ("lower", "upper")
 
 Found = tuple[LpOutcome, Component] | None  # a side proven locally, and its neighbourhood
@@ -57,20 +60,20 @@ def local_sides(prep: Prepared, ci: int, jl: int, deadline: Deadline,
         eqs = _ball(comp, rows_of, jl, radius)
         if len(eqs) == len(comp.rows):
             break  # nothing dropped: the whole component's LP is the same LP
-        if sum(len(comp.rows[k]) for k in eqs) > 6 * LOCAL_MAX:
+        if sum(len(comp.rows[k]) for k in eqs) > LOCAL_ENTRIES:
             break  # too large to be worth it (counted before anything is built)
         outer, inner = _neighbourhood(comp, rows_of, eqs, values)
         if len(outer.cells) > LOCAL_MAX:
             break
         j = outer.local[comp.cells[jl]]
+        solvers = [_solver(outer), _solver(inner)]  # each HiGHS object built once
         for k, side in enumerate(SIDES):
             if found[k] is not None or deadline.expired:
                 continue
-            bound = lp_bound(_solver(outer), outer, {j: 1}, side, deadline, prep.problem.scale)
+            bound = lp_bound(solvers[0], outer, {j: 1}, side, deadline, prep.problem.scale)
             if bound.status != "proven" or bound.value is None:
                 continue
-            reached = lp_bound(_solver(inner), inner, {j: 1}, side, deadline,
-                               prep.problem.scale)
+            reached = lp_bound(solvers[1], inner, {j: 1}, side, deadline, prep.problem.scale)
             if reached.status == "proven" and reached.value == bound.value:
                 found[k] = (replace(bound, point=reached.point), outer)
         if all(f is not None for f in found):
@@ -125,19 +128,14 @@ def _neighbourhood(comp: Component, rows_of: list[list[int]], eqs: list[int],
     outer = Component(cells=tuple(comp.cells[i] for i in cells),
                       equations=tuple(comp.equations[k] for k in eqs), rows=rows, b=b,
                       lo=lo, hi=hi, a_float=A, b_float=np.array([float(v) for v in b]),
-                      bounds_float=_bounds(lo, hi),
+                      bounds_float=float_bounds(lo, hi),
                       local={comp.cells[i]: n for n, i in enumerate(cells)})
     edge = [n for n, i in enumerate(cells) if any(k not in kept for k in rows_of[i])]
     held = {n: values[comp.cells[cells[n]]] for n in edge}
     inner_lo = tuple(held.get(n, v) for n, v in enumerate(lo))
     inner_hi = tuple(held.get(n, v) for n, v in enumerate(hi))
-    inner = replace(outer, lo=inner_lo, hi=inner_hi, bounds_float=_bounds(inner_lo, inner_hi))
+    inner = replace(outer, lo=inner_lo, hi=inner_hi, bounds_float=float_bounds(inner_lo, inner_hi))
     return outer, inner
-
-
-def _bounds(lo: Sequence[Fraction], hi: Sequence[Fraction | None]) -> np.ndarray:
-    return np.array([[float(a), np.inf if b is None else float(b)] for a, b in
-                     zip(lo, hi, strict=True)], dtype=float).reshape(len(lo), 2)
 
 
 def _solver(comp: Component) -> ComponentLp:

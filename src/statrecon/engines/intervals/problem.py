@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -237,10 +238,15 @@ def _component(p: IntervalProblem, sub: sp.csr_matrix, cells: tuple[int, ...],
                                                            strict=True)))
     lo = tuple(p.lower[c] for c in cells)
     hi = tuple(p.upper[c] for c in cells)
-    bounds = np.array([[float(v), np.inf if h is None else float(h)] for v, h in
-                       zip(lo, hi, strict=True)], dtype=float).reshape(len(cells), 2)
     bs = tuple(b[int(i)] for i in eqs)
     return Component(cells=cells, equations=tuple(int(i) for i in eqs), rows=tuple(rows),
                      b=bs, lo=lo, hi=hi, a_float=sub[eqs].astype(float).tocsc(),
                      b_float=np.array([float(v) for v in bs], dtype=float),
-                     bounds_float=bounds, local={c: i for i, c in enumerate(cells)})
+                     bounds_float=float_bounds(lo, hi),
+                     local={c: i for i, c in enumerate(cells)})
+
+
+def float_bounds(lo: Sequence[Fraction], hi: Sequence[Fraction | None]) -> np.ndarray:
+    """HiGHS's copy of cells' bounds: one row (lower, upper) per cell, inf for none."""
+    return np.array([[float(a), np.inf if b is None else float(b)] for a, b in
+                     zip(lo, hi, strict=True)], dtype=float).reshape(len(lo), 2)
