@@ -79,10 +79,15 @@ def audit(problem: IntervalProblem | Prepared, cells: Sequence[int] | None = Non
         out[j] = audit_cell(prep, j, first)
         if options.on_progress is not None:
             options.on_progress(done, len(todo))
-    if first is not options:  # then the sides no neighbourhood decided, over the whole
+    if first is not options:  # then the sides no neighbourhood decided, over the whole,
+        # each cell within what its time limit has left
         again = [j for j in todo if not _decided(out[j], options.integer)]
         for done, j in enumerate(again, start=len(todo) + 1):
-            out[j] = audit_cell(prep, j, options)
+            left = None if options.time_limit is None else \
+                options.time_limit - out[j].elapsed_s
+            if left is None or left > 0:
+                whole = audit_cell(prep, j, replace(options, time_limit=left))
+                out[j] = replace(whole, elapsed_s=whole.elapsed_s + out[j].elapsed_s)
             if options.on_progress is not None:
                 options.on_progress(done, len(todo) + len(again))
     return AuditResult(tuple(out[j] for j in todo), time.perf_counter() - start)
