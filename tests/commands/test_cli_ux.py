@@ -178,9 +178,15 @@ def test_stdin_on_a_terminal_says_how_to_end(audit_schema: Path) -> None:
 
 
 def test_workers_zero_means_every_core_this_process_may_use() -> None:
-    """``--workers 0`` (most commands' default): the cores of this process's CPU affinity; a
+    """``--workers 0`` (most commands' default): the cores this process may run on, not the
+    machine's: a process pinned to one core (as taskset or a container does) gets 1; a
     number given stays as given."""
     from statrecon.commands.options import workers_option
 
     assert workers_option(3) == 3
-    assert workers_option(0) == len(os.sched_getaffinity(0))
+    code = ("import os; os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}); "
+            "from statrecon.commands.options import workers_option; "
+            "print(workers_option(0), os.cpu_count())")
+    pinned, machine = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                                     text=True, check=True).stdout.split()
+    assert int(pinned) == 1 and int(machine) >= 1
