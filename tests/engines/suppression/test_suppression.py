@@ -339,17 +339,22 @@ def test_exact_with_costs_too_large_for_floats_finds_the_least_cost(
         return
     assert exact.status == "optimal" and exact.cost == oracle, exact.note
     assert protects(p, exact.hidden) and set(exact.secondary) <= set(candidates)
-    PROPOSED["cases"] += 1
-    PROPOSED["proposed"] += "HiGHS proposed" in exact.note
 
 
-PROPOSED = {"cases": 0, "proposed": 0}
-
-
-def test_highs_proposals_were_checked_above() -> None:
-    """Run after the property above (same file, in order): some of its optima came through
-    patterns HiGHS proposed, so that path was checked against the oracle (not vacuous)."""
-    assert PROPOSED["cases"] > 0 and PROPOSED["proposed"] > 0, PROPOSED
+def test_an_optimum_reached_through_a_highs_proposal_is_the_least() -> None:
+    """A case of the property above (found by it) where the optimum comes through a pattern
+    HiGHS proposed, fixed here so that path is always checked against the oracle: a 2 x 3
+    table with margins, its first cell primary, costs over 2**20."""
+    hiers, tables, shape = SHAPES["2x3"]
+    t = linked(hiers, tables, np.array([1, 2, 1, 2, 2, 3]).reshape(shape))
+    p = t.problem([0])
+    candidates = [1, 2, 3, 6, 9, 10]
+    costs = [c * 2**21 + j for j, c in enumerate([2, 1, 3, 1, 1, 3, 2, 3, 1, 1, 1, 1])]
+    exact = protect(p, candidates=[j in candidates for j in range(p.n_cells)], costs=costs,
+                    options=ProtectOptions(method="exact", time_limit=None))
+    assert "HiGHS proposed" in exact.note, exact.note
+    assert exact.status == "optimal" and exact.cost == least_cost(p, candidates, costs)
+    assert protects(p, exact.hidden)
 
 
 def test_zeros_are_offered_by_default_and_a_primary_zero_is_protected() -> None:
