@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from statrecon.errors import ReleaseError
 from statrecon.release.schema import Column, ColumnType, Schema
-from statrecon.release.sql import QueryParser, literal_shape, parse_query
+from statrecon.release.sql import SHAPE_LITERALS, QueryParser, literal_shape, parse_query
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "hostile"))
 from test_injection import CONSTRAINTS, STATISTIC_SQL
@@ -115,6 +115,15 @@ def test_one_shape_is_parsed_once_and_shared() -> None:
         assert parser.parse(sql).sql == parse_query(sql, SCHEMA).sql
     assert len(parser.shapes) == 1
     assert all(shape is not None for shape in parser.shapes.values())
+
+
+def test_a_statement_of_many_literals_is_parsed_once_and_gets_no_shape() -> None:
+    """A WHERE of 1,001 ORs is written once: making its shape would parse it twice."""
+    parser = QueryParser(SCHEMA)
+    for n in (SHAPE_LITERALS, SHAPE_LITERALS + 1):
+        sql = "SELECT SUM(x) FROM t WHERE " + " OR ".join(f"id = {i}" for i in range(1, n + 1))
+        assert parser.parse(sql) == parse_query(sql, SCHEMA)
+        assert len(parser.shapes) == 1  # the first has one, the longer one none
 
 
 def test_a_bad_category_in_a_shared_shape_gives_the_fresh_error() -> None:

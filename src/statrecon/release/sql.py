@@ -733,8 +733,15 @@ def _cached_literal_sql(value: str, is_string: bool) -> str:
     return text
 
 
+SHAPE_LITERALS = 1_000
+
+
 class QueryParser:
-    """``parse_query`` for many statements over one schema, parsing each shape once."""
+    """``parse_query`` for many statements over one schema, parsing each shape once.
+
+    A statement of more than ``SHAPE_LITERALS`` literals gets no shape: making one parses it
+    a second time, and a WHERE that long (20,000 ORs) is written once, not repeated with
+    other numbers."""
 
     def __init__(self, schema: Schema) -> None:
         self.schema = schema
@@ -747,6 +754,8 @@ class QueryParser:
         if scanned is None:
             return parse_query(sql, self.schema)
         key, literals = scanned
+        if len(literals) > SHAPE_LITERALS:
+            return parse_query(sql, self.schema)
         shape = self.shapes.get(key, _MISSING)
         if shape is _MISSING:
             fresh = parse_query(sql, self.schema)  # errors of the first statement as they are
