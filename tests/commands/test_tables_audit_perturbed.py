@@ -229,3 +229,92 @@ def test_the_audit_reports_progress_unless_quiet(folder: Path, run_cli: CliRunne
     assert "Auditing the publication" in err and "3/3" in err and "cells audited" in err
     code, out, err = run_cli(*args, "--quiet")
     assert code in (0, 4) and err == ""
+
+
+def _posterior_oracle(ptable: Path, shown: dict[str, int | str], threshold: int
+                      ) -> dict[str, dict[str, float]]:
+    """A 1-way table (cells x, y and Total = x + y) by brute force: every true x, y (and
+    their Total) each of whose published values has a positive probability under the
+    ptable, weighted by the product of those probabilities; the marginals."""
+    from fractions import Fraction
+
+    from statrecon.tables.ckm import read_ptable
+
+    table = read_ptable(ptable)
+
+    def p(true: int, seen: int | str) -> Fraction:
+        values = range(threshold) if seen == "x" else (int(seen),)
+        return sum((Fraction(y == 0) if true == 0 else
+                    table.outcomes(true).get(y - true, Fraction(0)) for y in values),
+                   Fraction(0))
+
+    weights: dict[tuple[int, int, int], Fraction] = {}
+    for x in range(30):
+        for y in range(30):
+            w = p(x, shown["x"]) * p(y, shown["y"]) * p(x + y, shown["Total"])
+            if w:
+                weights[x, y, x + y] = w
+    total = sum(weights.values())
+    out: dict[str, dict[str, Fraction]] = {"a=x": {}, "a=y": {}, "Total": {}}
+    for t, w in weights.items():
+        for name, v in zip(out, t, strict=True):
+            out[name][str(v)] = out[name].get(str(v), Fraction(0)) + w / total
+    return {name: {v: round(float(q), 6) for v, q in d.items()} for name, d in out.items()}
+
+
+@pytest.mark.parametrize(("rows", "threshold", "shown"), [
+    ("a,value\nTotal,4\nx,2\ny,2\n", (), {"x": 2, "y": 2, "Total": 4}),
+    ("a,value\nTotal,0\nx,2\ny,2\n", (), {"x": 2, "y": 2, "Total": 0}),
+    ("a,value\nTotal,12\nx,x\ny,11\n", ("--threshold", "5"), {"x": "x", "y": 11, "Total": 12}),
+])
+def test_posteriors_equal_the_enumeration_under_the_ptable(
+        folder: Path, run_cli: CliRunner, rows: str, threshold: tuple[str, ...],
+        shown: dict[str, int | str]) -> None:
+    """Each true count's posterior (a flat prior over the tables that add up, the ptable's
+    probabilities of each published value) equals brute force; the cells are ranked by
+    the probability of their most probable count; the assumptions are stated."""
+    pub = _publication(folder, rows)
+    args = ("tables", "audit", pub, "--ptable", folder / "abs.csv", "--dimensions", "a",
+            *threshold, "--posterior")
+    code, out, err = run_cli(*args, "--json")
+    assert code in (0, 4), err
+    posterior = json.loads(out)["posterior"]
+    expected = _posterior_oracle(folder / "abs.csv", shown, int(threshold[1]) if threshold
+                                 else 0)
+    cells = {c["cell"]: c for c in posterior["cells"]}
+    assert {name: c["distribution"] for name, c in cells.items()} == expected
+    assert posterior["statuses"] == {"exact": 3}
+    best = [max(cells[name]["distribution"].values()) for name in posterior["ranking"]]
+    assert best == sorted(best, reverse=True)
+    assert all(c["probability"] == max(c["distribution"].values()) for c in cells.values())
+    assert "flat prior" in posterior["assumes"]
+    code, out, err = run_cli(*args)
+    assert f"posteriors (3 exact; {posterior['assumes']})" in out.replace("\n", " ")
+
+
+def test_two_ones_under_a_margin_published_as_zero_are_certain_in_the_posterior(
+        folder: Path, run_cli: CliRunner) -> None:
+    """The issue's example: pinned by the audit, so probability 1 in the posterior."""
+    pub = _publication(folder, "a,value\nTotal,0\nx,2\ny,2\n")
+    code, out, _ = run_cli("tables", "audit", pub, "--ptable", folder / "abs.csv",
+                           "--dimensions", "a", "--posterior", "--json")
+    cells = {c["cell"]: c for c in json.loads(out)["posterior"]["cells"]}
+    assert code == 4
+    assert {n: (c["most_probable"], c["probability"]) for n, c in cells.items()} == {
+        "a=x": (1, 1.0), "a=y": (1, 1.0), "Total": (2, 1.0)}
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (("--ptable", "abs.csv", "--attacker-knows", "d"), "--posterior with --attacker-knows d: "
+     "the posterior needs the ptable's probabilities"),
+    ((), "--posterior is for a perturbed publication: give its --ptable"),
+])
+def test_a_posterior_without_the_ptable_is_one_line(folder: Path, run_cli: CliRunner,
+                                                    extra: tuple[str, ...],
+                                                    message: str) -> None:
+    pub = _publication(folder, "a,value\nTotal,4\nx,2\ny,2\n")
+    code, out, err = run_cli("tables", "audit", pub, "--dimensions", "a", "--posterior",
+                             *extra, cwd=folder)
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 1 and len(lines) == 1 and not out, err
+    assert message in lines[0]

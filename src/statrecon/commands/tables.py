@@ -164,6 +164,11 @@ def audit(
     hierarchy: Annotated[list[str] | None, typer.Option(
         help="--ptable: VAR=FILE.hrc, a variable's tau-Argus hierarchy (repeat for several; "
              "the others are flat).")] = None,
+    posterior: Annotated[bool, typer.Option(
+        help="--ptable: also each true count's posterior, the attacker knowing the ptable "
+             "(a flat prior over the tables that add up, each cell's perturbation "
+             "independent; exact, by enumeration, where the cells linked to it have at most "
+             "20,000 such tables), and the cells most surely recovered.")] = False,
     as_json: AsJson = False,
     quiet: Quiet = False,
 ) -> None:
@@ -186,8 +191,10 @@ def audit(
                                  f"{', '.join(given)}")
         _audit_perturbed(source, ptable, dimensions, value or "value", attacker_knows,
                          threshold, hierarchy or [], time_limit, integer, as_json, all_,
-                         quiet)
+                         quiet, posterior)
         return
+    if posterior:
+        raise StatreconError("--posterior is for a perturbed publication: give its --ptable")
     from statrecon.commands.options import time_limit_option, workers_option
     from statrecon.commands.progress import run_bar
     from statrecon.engines.intervals import AuditOptions
@@ -229,7 +236,7 @@ def audit(
 def _audit_perturbed(source: Path, ptable: Path, dimensions: str | None, value: str,
                      attacker_knows: str, threshold: int | None, hierarchy: list[str],
                      time_limit: float | None, integer: bool, as_json: bool,
-                     all_: bool, quiet: bool) -> None:
+                     all_: bool, quiet: bool, posterior: bool) -> None:
     """``tables audit --ptable``: parse, audit the publication, print, exit 4 / 3 / 0."""
     from statrecon.commands.options import time_limit_option
     from statrecon.commands.progress import step_bar
@@ -253,8 +260,12 @@ def _audit_perturbed(source: Path, ptable: Path, dimensions: str | None, value: 
             raise StatreconError(f"--hierarchy {text!r}: expected VAR=FILE.hrc")
         files.append((variable.strip(), Path(path.strip())))
     limit = time_limit_option(time_limit, AuditOptions.time_limit)
+    if posterior and attacker_knows != "ptable":
+        raise StatreconError(f"--posterior with --attacker-knows {attacker_knows}: the "
+                             "posterior needs the ptable's probabilities (--attacker-knows "
+                             "ptable)")
     options = PublicationOptions(dims, value, tuple(files), threshold,
-                                 cast(Any, attacker_knows))
+                                 cast(Any, attacker_knows), posterior)
     with step_bar("Auditing the publication", quiet=quiet) as tell:
         checked = audit_publication(source, ptable, options,
                                     AuditOptions(time_limit=limit, integer=integer), tell)

@@ -16,6 +16,7 @@ from typing import Any
 
 from rich.console import Console
 
+from statrecon.engines.ckm.posterior import ranking
 from statrecon.report import known_cells, safe_text
 from statrecon.runs.ckm import PerturbedAudit, PerturbRun, PublicationAudit
 from statrecon.tables.ckm import KNOWLEDGE_TEXT, PTable, ptable_frame
@@ -240,7 +241,51 @@ def publication_json(checked: PublicationAudit, source: Path) -> dict[str, Any]:
         "consistent": True, "consistency_s": round(checked.stand_in_s, 6),
         "audit": known_cells.audit_json(checked, checked.cells.tables.cell_names(),
                                         _publication_values(checked), shown),
+        **({"posterior": posterior_json(checked)} if checked.posteriors else {}),
     }
+
+
+POSTERIOR_ASSUMES = ("a flat prior over the integer tables that add up, each cell's "
+                     "perturbation independent of the others' (its cell key uniform and "
+                     "unknown)")
+RANKED_SHOWN = 10
+
+
+def posterior_json(checked: PublicationAudit) -> dict[str, Any]:
+    """Per cell its posterior's status, most probable true count and its probability, and
+    the distribution (value -> probability, rounded to 6 decimals; exact in the engine);
+    the cells most surely recovered first."""
+    assert checked.cells is not None
+    names = checked.cells.tables.cell_names()
+    cells = []
+    for name, post in zip(names, checked.posteriors, strict=True):
+        mode = post.mode
+        cells.append({"cell": name, "status": post.status, "tables": post.tables,
+                      "most_probable": None if mode is None else mode[0],
+                      "probability": None if mode is None else round(float(mode[1]), 6),
+                      "distribution": {str(v): round(float(p), 6)
+                                       for v, p in post.distribution}})
+    statuses = [p.status for p in checked.posteriors]
+    return {"assumes": POSTERIOR_ASSUMES, "seconds": round(checked.posterior_s, 6),
+            "statuses": {s: statuses.count(s) for s in sorted(set(statuses))},
+            "ranking": [names[c] for c in ranking(checked.posteriors)], "cells": cells}
+
+
+def render_posteriors(checked: PublicationAudit, console: Console) -> None:
+    """How many posteriors are exact, and the cells most surely recovered."""
+    report = posterior_json(checked)
+    counts = ", ".join(f"{n} {s}" for s, n in report["statuses"].items())
+    console.print(f"posteriors ({counts}; {POSTERIOR_ASSUMES}), in "
+                  f"{checked.posterior_s:.2f} s", highlight=False)
+    assert checked.cells is not None
+    for c in ranking(checked.posteriors)[:RANKED_SHOWN]:
+        cell, shown = report["cells"][c], checked.cells.published[c]
+        told = "not published" if shown is None else f"published {shown}"
+        console.print(f"  {safe_text(cell['cell'])}: {cell['most_probable']} with "
+                      f"probability {cell['probability']:.4f} ({told})", highlight=False)
+    if len(report["ranking"]) > RANKED_SHOWN:
+        console.print(f"  ... and {len(report['ranking']) - RANKED_SHOWN} more "
+                      "(--json gives every cell's posterior)", highlight=False)
 
 
 def render_publication(checked: PublicationAudit, source: Path, console: Console) -> None:
@@ -261,3 +306,5 @@ def render_publication(checked: PublicationAudit, source: Path, console: Console
     known_cells.render_audit(checked, checked.cells.tables.cell_names(),
                              _publication_values(checked),
                              list(checked.cells.published), console)
+    if checked.posteriors:
+        render_posteriors(checked, console)

@@ -19,6 +19,11 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from statrecon.engines.ckm.posterior import (
+    CellPosterior,
+    PosteriorOptions,
+    posteriors,
+)
 from statrecon.engines.intervals import AuditOptions
 from statrecon.errors import (
     InconsistentReleaseError,
@@ -41,6 +46,7 @@ from statrecon.tables.ckm import (
 )
 from statrecon.tables.published import (
     WITHHELD,
+    Published,
     PublishedCells,
     read_hierarchy,
     read_published,
@@ -190,16 +196,21 @@ class PublicationOptions:
     """The audit of a perturbed publication whose true counts we do not have: its
     ``dimensions`` and ``value`` column, the hierarchies given as ``.hrc`` files (variable ->
     path; the others flat), the ``threshold`` it withheld below (None: the ptable format's,
-    as ``tables perturb``) and what the attacker is assumed to know."""
+    as ``tables perturb``), what the attacker is assumed to know, and whether to compute
+    each true count's posterior (``posterior``: the attacker knows the ptable)."""
 
     dimensions: tuple[str, ...]
     value: str = "value"
     hierarchies: tuple[tuple[str, Path], ...] = ()
     threshold: int | None = None
     knowledge: Knowledge = "ptable"
+    posterior: bool = False
 
     def __post_init__(self) -> None:
         check_option(self, "dimensions", bool(self.dimensions), "at least one variable")
+        check_option(self, "posterior", not self.posterior or self.knowledge == "ptable",
+                     "only when the attacker knows the ptable (its probabilities make the "
+                     "posterior)")
         check_option(self, "knowledge", self.knowledge in KNOWLEDGE,
                      f"one of {', '.join(KNOWLEDGE)}")
         check_option(self, "threshold", self.threshold is None or self.threshold >= 0,
@@ -220,6 +231,8 @@ class PublicationAudit(KnownCellsAudit):
     ptable: PTable | None = None
     threshold: int = 0
     stand_in_s: float = 0.0
+    posteriors: tuple[CellPosterior, ...] = ()  # empty unless asked for
+    posterior_s: float = 0.0
 
     def shown_value(self, cell: int) -> int | None:
         """The true count where the audit pins it (proven), else None: unknown to us."""
@@ -259,7 +272,31 @@ def publication_bounds(cells: PublishedCells, ptable: PTable, threshold: int,
     return tuple(out)
 
 
+def likelihood(shown: Published, ptable: PTable, threshold: int
+               ) -> dict[int, Fraction] | None:
+    """``P(shown | t)`` for every true count ``t`` it is positive for, over a uniformly
+    random cell key (``ptable.outcomes``): for a value published, withheld (any value below
+    ``threshold``), or None for a cell not published (any ``t >= 0``)."""
+    if shown is None:
+        return None
+    seen = range(threshold) if shown == WITHHELD else (int(shown),)
+    counts = {n for y in seen for n in ptable.sources(y)}
+    out = {n: sum((ptable.outcomes(n).get(y - n, Fraction(0)) if n else Fraction(y == 0)
+                   for y in seen), Fraction(0)) for n in sorted(counts)}
+    return {n: p for n, p in out.items() if p > 0}
+
+
+def publication_posteriors(cells: PublishedCells, ptable: PTable, threshold: int,
+                           options: PosteriorOptions | None = None
+                           ) -> tuple[CellPosterior, ...]:
+    """Each true count's posterior behind the publication (``engines/ckm/posterior``: a
+    flat prior over the tables that add up, the cells' perturbations independent)."""
+    likelihoods = [likelihood(p, ptable, threshold) for p in cells.published]
+    return posteriors(cells.tables.equations().matrix, likelihoods, options)
+
+
 FITTING = "a table that fits"  # the stage of the stand-in table, in progress reports
+POSTERIOR = "posteriors"  # the stage of the posteriors, in progress reports
 
 
 def audit_publication(publication: Path, ptable_path: Path, options: PublicationOptions,
@@ -300,8 +337,16 @@ def audit_publication(publication: Path, ptable_path: Path, options: Publication
 
     checked = audit_known_cells(cells.with_values(values), bounds, options.knowledge,
                                 replace(given, on_progress=cells_done))
+    found: tuple[CellPosterior, ...] = ()
+    start = time.perf_counter()
+    if options.posterior:
+        tell(0, 1, POSTERIOR)
+        found = publication_posteriors(cells, ptable, threshold,
+                                       PosteriorOptions(time_limit=limit))
+        tell(1, 1, POSTERIOR)
     return PublicationAudit(checked.result, checked.bounds, options.knowledge, cells,
-                            tuple(values), ptable, threshold, found_s)
+                            tuple(values), ptable, threshold, found_s, found,
+                            time.perf_counter() - start if options.posterior else 0.0)
 
 
 def stand_in(tables: TableSet, bounds: Sequence[tuple[int, int | None]],

@@ -1,0 +1,130 @@
+"""Issue 30: each true count's posterior behind a perturbed publication equals its brute-force
+enumeration (every assignment of every cell within its likelihood's support, kept when the
+tables add up, weighted by the product of the likelihoods), and nothing partial is called
+exact."""
+
+from __future__ import annotations
+
+import itertools
+from fractions import Fraction
+
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from statrecon.engines.ckm.posterior import (
+    CellPosterior,
+    PosteriorOptions,
+    posteriors,
+    ranking,
+)
+from statrecon.errors import InconsistentReleaseError, OptionError
+
+# parts then total: a 1-way table of 3 cells and its total; a 2 x 2 table with its margins
+# (cells r0c0 r0c1 r1c0 r1c1, rows r0 r1, columns c0 c1, total)
+ONE_WAY = [[1, 1, 1, -1]]
+TWO_WAY = [
+    [1, 1, 0, 0, -1, 0, 0, 0, 0], [0, 0, 1, 1, 0, -1, 0, 0, 0],
+    [1, 0, 1, 0, 0, 0, -1, 0, 0], [0, 1, 0, 1, 0, 0, 0, -1, 0],
+    [0, 0, 0, 0, 1, 1, 0, 0, -1],
+]
+
+
+def oracle(rows: list[list[int]], likelihoods: list[dict[int, Fraction]]
+           ) -> list[dict[int, Fraction]] | None:
+    """Marginals by enumerating every assignment; None when no table adds up."""
+    supports = [sorted(lik) for lik in likelihoods]
+    weight_of: dict[tuple[int, ...], Fraction] = {}
+    for x in itertools.product(*supports):
+        if all(sum(a * v for a, v in zip(row, x, strict=True)) == 0 for row in rows):
+            w = Fraction(1)
+            for lik, v in zip(likelihoods, x, strict=True):
+                w *= lik[v]
+            weight_of[x] = w
+    total = sum(weight_of.values())
+    if not weight_of:
+        return None
+    out: list[dict[int, Fraction]] = [{} for _ in likelihoods]
+    for x, w in weight_of.items():
+        for i, v in enumerate(x):
+            out[i][v] = out[i].get(v, Fraction(0)) + w / total
+    return out
+
+
+PARTS = {id(ONE_WAY): 3, id(TWO_WAY): 4}  # the cells before the totals
+
+
+def totals(rows: list[list[int]], parts: list[int]) -> list[int]:
+    """The true table from its inner cells: each total is its row's sum (in row order)."""
+    x = list(parts)
+    for row in rows:
+        x.append(sum(a * v for a, v in zip(row, x, strict=False) if a > 0))
+    return x
+
+
+@st.composite
+def releases(draw: st.DrawFn) -> tuple[list[list[int]], list[dict[int, Fraction]]]:
+    """A true table and, per cell, a likelihood whose support holds its true value and up to
+    two others within 2 of it (so at least one table adds up)."""
+    rows = draw(st.sampled_from([ONE_WAY, TWO_WAY]))
+    truth = totals(rows, draw(st.lists(st.integers(0, 3), min_size=PARTS[id(rows)],
+                                       max_size=PARTS[id(rows)])))
+    likelihoods = []
+    for t in truth:
+        others = draw(st.lists(st.integers(max(0, t - 2), t + 2), max_size=2, unique=True))
+        likelihoods.append({v: Fraction(draw(st.integers(1, 9)), draw(st.integers(1, 9)))
+                            for v in {t, *others}})
+    return rows, likelihoods
+
+
+@settings(max_examples=60, deadline=None)
+@given(releases())
+def test_posteriors_equal_the_brute_force_enumeration(
+        release: tuple[list[list[int]], list[dict[int, Fraction]]]) -> None:
+    rows, likelihoods = release
+    expected = oracle(rows, likelihoods)
+    assert expected is not None  # the true table adds up
+    found = posteriors(sp.csr_matrix(rows), likelihoods)
+    assert [p.status for p in found] == ["exact"] * len(likelihoods)
+    assert [dict(p.distribution) for p in found] == expected
+    assert len({p.tables for p in found}) == 1  # one component: the same tables for all
+
+
+def test_no_table_within_the_supports_is_an_inconsistent_release() -> None:
+    """Parts of 1 and 1 can only total 2; a total published where only 3 is possible."""
+    likelihoods = [{1: Fraction(1)}, {1: Fraction(1)}, {0: Fraction(1)}, {3: Fraction(1)}]
+    assert oracle(ONE_WAY, likelihoods) is None
+    with pytest.raises(InconsistentReleaseError, match="inconsistent"):
+        posteriors(sp.csr_matrix(ONE_WAY), likelihoods)
+
+
+def test_a_cap_or_an_unbounded_cell_gives_no_posterior_and_never_a_partial_one() -> None:
+    wide = [{v: Fraction(1) for v in range(6)} for _ in range(4)]
+    found = posteriors(sp.csr_matrix(ONE_WAY), wide, PosteriorOptions(max_tables=10))
+    assert {p.status for p in found} == {"too-many"}
+    assert all(p.distribution == () and p.mode is None for p in found)
+    whole = posteriors(sp.csr_matrix(ONE_WAY), wide)
+    assert {p.status for p in whole} == {"exact"} and whole[0].tables > 10
+    unbounded = posteriors(sp.csr_matrix(ONE_WAY), [*wide[:3], None])
+    assert {p.status for p in unbounded} == {"unbounded"}
+
+
+def test_unlinked_cells_are_their_own_likelihood_and_rank_by_their_mode() -> None:
+    """Two tables with nothing in common: each cell alone is its normalised likelihood."""
+    rows = [[1, 1, -1, 0, 0], [0, 0, 0, 0, 0]]
+    likelihoods = [{1: Fraction(1)}, {0: Fraction(1), 1: Fraction(1)}, {1: Fraction(1),
+                   2: Fraction(1)}, {3: Fraction(1, 10), 4: Fraction(3, 10)},
+                   {2: Fraction(1, 2), 3: Fraction(1, 2)}]
+    found = posteriors(sp.csr_matrix(rows), likelihoods)
+    assert dict(found[3].distribution) == {3: Fraction(1, 4), 4: Fraction(3, 4)}
+    assert found[4].mode == (2, Fraction(1, 2))  # a tie: the least value
+    assert found[0].mode == (1, Fraction(1))
+    assert ranking(found)[0] == 0 and ranking(found)[-1] == 4
+
+
+def test_a_posterior_must_be_a_distribution() -> None:
+    with pytest.raises(OptionError):
+        CellPosterior("exact", ((1, Fraction(1, 2)),))
+    with pytest.raises(OptionError):
+        CellPosterior("too-many", ((1, Fraction(1)),))
