@@ -143,6 +143,8 @@ def main() -> int:
                         help="LP intervals only (no CP-SAT integer interval)")
     parser.add_argument("--regions", type=int, default=REGIONS,
                         help="regions of as many districts (21: 102,786 distinct cells)")
+    parser.add_argument("--posterior", action="store_true",
+                        help="also every true count's posterior, scored against the truth")
     args = parser.parse_args()
     print(f"machine: {describe()}")
     t0 = time.perf_counter()
@@ -167,7 +169,8 @@ def main() -> int:
         write_ptable(ptable, folder / "ptable.csv")
         (folder / "district.hrc").write_text(hrc_text(district))
         options = PublicationOptions(("district", "age", "sex", "occupation"),
-                                     hierarchies=(("district", folder / "district.hrc"),))
+                                     hierarchies=(("district", folder / "district.hrc"),),
+                                     posterior=args.posterior)
         audit = AuditOptions(time_limit=args.cell_limit, on_progress=_progress(),
                              integer=not args.no_integer,
                              deadline=Deadline.after(args.time_limit))
@@ -178,7 +181,41 @@ def main() -> int:
     assert checked.cells is not None
     order = checked.cells.tables.keys()
     true_of = dict(zip(linked.keys(), truth, strict=True))
-    return report(checked, [true_of[k] for k in order], total_s, args.time_limit)
+    truth_in_order = [true_of[k] for k in order]
+    if args.posterior:
+        report_posteriors(checked, truth_in_order)
+    return report(checked, truth_in_order, total_s, args.time_limit)
+
+
+def report_posteriors(checked: object, truth: list[int]) -> None:
+    """How the posteriors fare against the truth: the most probable count right, the
+    probability given to the true count, and the ranking's top cells, beside taking each
+    published value at its word."""
+    from statrecon.engines.ckm.posterior import ranking
+    from statrecon.runs.ckm import PublicationAudit
+
+    assert isinstance(checked, PublicationAudit) and checked.cells is not None
+    found = checked.posteriors
+    statuses = [p.status for p in found]
+    scored = [(c, p) for c, p in enumerate(found) if p.mode is not None]
+    right = sum(1 for c, p in scored if p.mode is not None and p.mode[0] == truth[c])
+    shown = sum(1 for c, _ in scored if checked.cells.published[c] == truth[c])
+    given = sum(float(dict(p.distribution).get(truth[c], 0)) for c, p in scored)
+    order = ranking(found)
+    print(f"posteriors in {checked.posterior_s:.1f} s: "
+          + ", ".join(f"{statuses.count(s):,} {s}" for s in sorted(set(statuses)))
+          + f"; steps of both chains {max((p.steps for p in found), default=0):,}")
+    if not scored:
+        return
+    print(f"most probable count = true count: {right / len(scored):.1%} of {len(scored):,} "
+          f"cells (the published value taken at its word: {shown / len(scored):.1%}); "
+          f"mean probability given to the true count {given / len(scored):.3f}")
+    for share in (0.01, 0.1):
+        top = order[:max(1, int(len(order) * share))]
+        hits = sum(1 for c in top if found[c].mode[0] == truth[c])  # type: ignore[index]
+        least = min(float(found[c].mode[1]) for c in top)  # type: ignore[index]
+        print(f"  top {share:.0%} ranked ({len(top):,} cells, probability >= {least:.3f}): "
+              f"{hits / len(top):.1%} right")
 
 
 def report(checked: object, truth: list[int], total_s: float, limit: float) -> int:

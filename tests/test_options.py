@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from statrecon.engines.census import CensusOptions
+from statrecon.engines.ckm import PosteriorOptions
 from statrecon.engines.claims import ClaimsOptions
 from statrecon.engines.exact import ExactOptions
 from statrecon.engines.intervals import AuditOptions
@@ -56,7 +57,9 @@ BAD: dict[type, list[dict[str, Any]]] = {
     JobOptions: [{"method": "MOD"}, {"cost": "weight"}, {"cost_lambda": -1},
                  {"apriori": "wide"}],
     PublicationOptions: [{"dimensions": ()}, {"knowledge": "all"},
-                         {"threshold": -1}],
+                         {"threshold": -1}, {"posterior": True, "knowledge": "d"}],
+    PosteriorOptions: [{"max_tables": 0}, {"time_limit": -1.0}, {"time_limit": NAN},
+                       {"chain_steps": 0}, {"seed": -1}],
     PerturbOptions: [{"tables": ()}, {"tables": ((),)}, {"knowledge": "all"},
                      {"threshold": -1}, {"record_key": "key"}],
     CensusProtectOptions: [{"method": "noise"}, {"seed": -1}, {"base": 1}, {"threshold": -1},

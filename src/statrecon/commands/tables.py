@@ -168,7 +168,8 @@ def audit(
         help="--ptable: also each true count's posterior, the attacker knowing the ptable "
              "(a flat prior over the tables that add up, each cell's perturbation "
              "independent; exact, by enumeration, where the cells linked to it have at most "
-             "20,000 such tables), and the cells most surely recovered.")] = False,
+             "20,000 such tables, else estimated by a Markov chain over them), and the "
+             "cells most surely recovered.")] = False,
     as_json: AsJson = False,
     quiet: Quiet = False,
 ) -> None:

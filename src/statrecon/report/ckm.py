@@ -252,15 +252,16 @@ RANKED_SHOWN = 10
 
 
 def posterior_json(checked: PublicationAudit) -> dict[str, Any]:
-    """Per cell its posterior's status, most probable true count and its probability, and
-    the distribution (value -> probability, rounded to 6 decimals; exact in the engine);
-    the cells most surely recovered first."""
+    """Per cell its posterior's status (exact: enumerated; sampled: a Markov chain's
+    estimate), most probable true count and its probability, and the distribution (value ->
+    probability, rounded to 6 decimals); the cells most surely recovered first."""
     assert checked.cells is not None
     names = checked.cells.tables.cell_names()
     cells = []
     for name, post in zip(names, checked.posteriors, strict=True):
         mode = post.mode
         cells.append({"cell": name, "status": post.status, "tables": post.tables,
+                      "steps": post.steps,
                       "most_probable": None if mode is None else mode[0],
                       "probability": None if mode is None else round(float(mode[1]), 6),
                       "distribution": {str(v): round(float(p), 6)
@@ -281,8 +282,10 @@ def render_posteriors(checked: PublicationAudit, console: Console) -> None:
     for c in ranking(checked.posteriors)[:RANKED_SHOWN]:
         cell, shown = report["cells"][c], checked.cells.published[c]
         told = "not published" if shown is None else f"published {shown}"
+        how = "" if cell["status"] == "exact" else ", sampled"
         console.print(f"  {safe_text(cell['cell'])}: {cell['most_probable']} with "
-                      f"probability {cell['probability']:.4f} ({told})", highlight=False)
+                      f"probability {cell['probability']:.4f} ({told}{how})",
+                      highlight=False)
     if len(report["ranking"]) > RANKED_SHOWN:
         console.print(f"  ... and {len(report['ranking']) - RANKED_SHOWN} more "
                       "(--json gives every cell's posterior)", highlight=False)

@@ -54,6 +54,7 @@ from statrecon.tables.published import (
 
 THRESHOLDS = {"ons": 10, "abs": 0}  # the default threshold of each ptable format
 STAND_IN_LIMIT = 120.0  # seconds at least for the one table that fits (34 s at 93,462 cells)
+POSTERIOR_LIMIT = 120.0  # seconds at least for the posteriors of every cell
 
 
 @dataclass(frozen=True)
@@ -341,8 +342,8 @@ def audit_publication(publication: Path, ptable_path: Path, options: Publication
     start = time.perf_counter()
     if options.posterior:
         tell(0, 1, POSTERIOR)
-        found = publication_posteriors(cells, ptable, threshold,
-                                       PosteriorOptions(time_limit=limit))
+        found = publication_posteriors(cells, ptable, threshold, PosteriorOptions(
+            time_limit=None if limit is None else max(limit, POSTERIOR_LIMIT)))
         tell(1, 1, POSTERIOR)
     return PublicationAudit(checked.result, checked.bounds, options.knowledge, cells,
                             tuple(values), ptable, threshold, found_s, found,

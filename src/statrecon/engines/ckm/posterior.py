@@ -13,10 +13,10 @@ unknown; a total's key is in fact the sum of its parts' keys, which this ignores
 The sums are exact: the cells linked through equations (a component) are enumerated with
 CP-SAT, every table whose cells lie in their likelihood's support and that adds up, and the
 weights are multiplied as whole numbers. A component with more tables than ``max_tables``
-(or more than ``MAX_ENTRIES`` cell values in all), or one a deadline stops, gets no
-posterior (``too-many``, ``unknown``), never a partial sum called exact; a component with a
-cell of no upper bound (not published) has none either (``unbounded``: a flat prior over
-infinitely many tables is no distribution).
+(or more than ``MAX_ENTRIES`` cell values in all) is *sampled* instead: a Markov chain over
+its tables (``chain``) estimates the marginals, which are never called exact. A component a
+deadline stops is ``unknown``; one with a cell of no upper bound (not published) is
+``unbounded``: a flat prior over infinitely many tables is no distribution.
 """
 
 from __future__ import annotations
@@ -32,30 +32,39 @@ import scipy.sparse as sp
 from ortools.sat.python import cp_model
 from scipy.sparse.csgraph import connected_components
 
-from statrecon.engines.solvers.cpsat import Deadline, new_solver
+from statrecon.engines.ckm.chain import equations_of, null_moves, run_chain
+from statrecon.engines.solvers.cpsat import Deadline, found, new_solver
 from statrecon.errors import InconsistentReleaseError, check_option
 
-Status = Literal["exact", "too-many", "unbounded", "unknown"]
+Status = Literal["exact", "sampled", "unmixed", "too-many", "unbounded", "unknown"]
 MAX_TABLES = 20_000  # tables enumerated per component before it is called too many
 MAX_ENTRIES = 4_000_000  # and at most this many cell values kept (a large component: fewer)
+ENUMERATE_SHARE = 0.25  # of the time left, at most, for one component's enumeration
+ENUMERATE_S = 10.0  # and at most this many seconds (CP-SAT enumerates without presolve)
+STEPS_PER_MOVE = 20_000  # a chain's default steps: this many per basis move, within
+STEPS = (20_000, 20_000_000)  # these bounds (the time limit stops it sooner)
+MIX_TV = Fraction(1, 10)  # two chains farther apart than this on a cell: it is unmixed
+MIN_CHANGES = 20  # and so is a cell either chain changed fewer times (one value: exempt)
 Likelihood = Mapping[int, Fraction]  # true value -> P(published | value) > 0
 
 
 @dataclass(frozen=True)
 class CellPosterior:
-    """One true count's posterior: ``distribution`` (value, probability; exact, summing to
-    1, ascending values) when ``status`` is exact, else empty; ``tables``: how many tables
-    of its component were enumerated (all of them when exact)."""
+    """One true count's posterior: ``distribution`` (value, probability, ascending values,
+    summing to 1) when ``status`` is exact (enumerated) or sampled (the share of a Markov
+    chain's steps: an estimate), else empty; ``tables``: how many tables of its component
+    were enumerated (all of them when exact), ``steps`` both chains' steps when sampled."""
 
     status: Status
     distribution: tuple[tuple[int, Fraction], ...] = ()
     tables: int = 0
+    steps: int = 0
 
     def __post_init__(self) -> None:
-        exact = self.status == "exact"
-        check_option(self, "distribution", bool(self.distribution) == exact and (
-            not exact or sum(p for _, p in self.distribution) == 1), "a distribution "
-            "summing to 1 exactly when the status is exact")
+        known = self.status in ("exact", "sampled")
+        check_option(self, "distribution", bool(self.distribution) == known and (
+            not known or sum(p for _, p in self.distribution) == 1), "a distribution "
+            "summing to 1 exactly when the status is exact or sampled")
 
     @property
     def mode(self) -> tuple[int, Fraction] | None:
@@ -67,13 +76,23 @@ class CellPosterior:
 
 @dataclass(frozen=True)
 class PosteriorOptions:
+    """``max_tables``: enumerated per component before the chain takes over (``sample``;
+    ``chain_steps`` proposals, None: STEPS_PER_MOVE per basis move, within STEPS);
+    ``time_limit`` for all components together."""
+
     max_tables: int = MAX_TABLES
     time_limit: float | None = 60.0
+    sample: bool = True
+    chain_steps: int | None = None
+    seed: int = 0
 
     def __post_init__(self) -> None:
         check_option(self, "max_tables", self.max_tables >= 1, "at least 1")
-        check_option(self, "time_limit", self.time_limit is None or self.time_limit > 0,
-                     "positive, or None for no limit")
+        check_option(self, "chain_steps", self.chain_steps is None or self.chain_steps >= 1,
+                     "at least 1, or None")
+        check_option(self, "seed", self.seed >= 0, "at least 0")
+        check_option(self, "time_limit", self.time_limit is None or self.time_limit >= 0,
+                     "at least 0 seconds, or None for no limit")
 
 
 def posteriors(matrix: sp.spmatrix, likelihoods: Sequence[Likelihood | None],
@@ -99,8 +118,8 @@ def posteriors(matrix: sp.spmatrix, likelihoods: Sequence[Likelihood | None],
 
 
 def ranking(found: Sequence[CellPosterior]) -> list[int]:
-    """The cells with an exact posterior, most surely recovered first: by the probability
-    of their most probable value, then by cell order."""
+    """The cells with a posterior (exact or sampled), most surely recovered first: by the
+    probability of their most probable value, then by cell order."""
     modes = [(c, p.mode) for c, p in enumerate(found)]
     exact = [(-m[1], c) for c, m in modes if m is not None]
     return [c for _, c in sorted(exact)]
@@ -114,41 +133,70 @@ def _components(label: np.ndarray) -> list[list[int]]:
 
 def _component(a: sp.csr_matrix, cells: list[int], likelihoods: Sequence[Likelihood | None],
                options: PosteriorOptions, deadline: Deadline) -> list[CellPosterior]:
-    """The posteriors of one component's cells, all with the same status."""
+    """The posteriors of one component's cells, all with the same status: enumerated in at
+    most ENUMERATE_SHARE of the time left, else sampled from a table found (the
+    enumeration's first, or CP-SAT's with presolve) in what remains."""
     own = [likelihoods[c] for c in cells]
     if any(lik is None for lik in own):
         return [CellPosterior("unbounded")] * len(cells)
     supports = [dict(lik) for lik in own if lik is not None]
     if any(not s or any(p <= 0 for p in s.values()) for s in supports):
         raise ValueError("every likelihood has a nonempty support of positive probabilities")
-    tables, status = _enumerate(a, cells, supports, options, deadline)
-    if status != "exact":
+    if len(cells) == 1 and not a[:, cells].nnz:  # a cell in no equation
+        return _marginals([(v,) for v in sorted(supports[0])], supports)
+    model, x = _model(a, cells, supports)
+    tables, status = _enumerate(model, x, min(options.max_tables, MAX_ENTRIES // len(cells)),
+                                _share(deadline, ENUMERATE_SHARE, ENUMERATE_S))
+    if status == "exact":
+        if not tables:
+            raise _inconsistent(cells)
+        return _marginals(tables, supports)
+    if not options.sample:
         return [CellPosterior(status, tables=len(tables))] * len(cells)
-    if not tables:
-        raise InconsistentReleaseError(
-            f"no tables that add up give the published values of {len(cells)} linked cells "
-            "a positive probability under the ptable: the release is inconsistent with it")
-    return _marginals(tables, supports)
+    first = tables[0] if tables else _one_table(model, x, cells, deadline)
+    second = _one_table(model, x, cells, _share(deadline, ENUMERATE_SHARE),
+                        seed=options.seed + 1) if first is not None else None
+    if first is None or second is None:
+        return [CellPosterior(status, tables=len(tables))] * len(cells)
+    return _sampled(a, cells, supports, (first, second), options, deadline)
 
 
-def _enumerate(a: sp.csr_matrix, cells: list[int], supports: list[dict[int, Fraction]],
-               options: PosteriorOptions, deadline: Deadline
-               ) -> tuple[list[tuple[int, ...]], Status]:
-    """Every table of the component (cells in their supports, adding up) and ``exact``
-    when CP-SAT enumerated them all; else those found, ``too-many`` past the cap, or
-    ``unknown`` at the deadline."""
-    if len(cells) == 1 and not a[:, cells].nnz:
-        return [(v,) for v in sorted(supports[0])], "exact"  # a cell in no equation
+def _share(deadline: Deadline, share: float, most: float | None = None) -> Deadline:
+    """A deadline ``share`` of the time ``deadline`` leaves from now (none: none), and at
+    most ``most`` seconds away."""
+    left = deadline.left()
+    seconds = None if left is None else left * share
+    if most is not None:
+        seconds = most if seconds is None else min(seconds, most)
+    return Deadline.after(seconds)
+
+
+def _inconsistent(cells: list[int]) -> InconsistentReleaseError:
+    return InconsistentReleaseError(
+        f"no tables that add up give the published values of {len(cells)} linked cells a "
+        "positive probability under the ptable: the release is inconsistent with it")
+
+
+def _model(a: sp.csr_matrix, cells: list[int], supports: list[dict[int, Fraction]]
+           ) -> tuple[cp_model.CpModel, list[cp_model.IntVar]]:
+    """The component's tables: each cell within its support, every equation over them."""
     model = cp_model.CpModel()
     x = [model.new_int_var_from_domain(cp_model.Domain.from_values(sorted(s)), "")
          for s in supports]
     local = {c: i for i, c in enumerate(cells)}
-    rows = np.unique(a[:, cells].nonzero()[0])
-    for r in rows:
+    for r in np.unique(a[:, cells].nonzero()[0]):
         start, end = a.indptr[r], a.indptr[r + 1]
         model.add(sum(int(v) * x[local[int(c)]] for c, v in
                       zip(a.indices[start:end], a.data[start:end], strict=True)) == 0)
-    collect = _Collect(x, min(options.max_tables, MAX_ENTRIES // len(cells)))
+    return model, x
+
+
+def _enumerate(model: cp_model.CpModel, x: list[cp_model.IntVar], cap: int,
+               deadline: Deadline) -> tuple[list[tuple[int, ...]], Status]:
+    """Every table of the model and ``exact`` when CP-SAT enumerated them all (none: the
+    model is infeasible); else those found, ``too-many`` past ``cap`` of them, or
+    ``unknown`` at the deadline."""
+    collect = _Collect(x, cap)
     solver = new_solver(left=deadline.left())
     solver.parameters.enumerate_all_solutions = True
     status = solver.solve(model, collect)
@@ -157,6 +205,23 @@ def _enumerate(a: sp.csr_matrix, cells: list[int], supports: list[dict[int, Frac
     if status == cp_model.INFEASIBLE:
         return [], "exact"
     return collect.tables, "exact" if status == cp_model.OPTIMAL else "unknown"
+
+
+def _one_table(model: cp_model.CpModel, x: list[cp_model.IntVar], cells: list[int],
+               deadline: Deadline, seed: int | None = None) -> tuple[int, ...] | None:
+    """One table of the model (CP-SAT with its presolve; with a ``seed``, the best found
+    for a random objective, a start far from the first), None at the deadline; none at all
+    is an inconsistent release (INFEASIBLE: a proof)."""
+    if seed is not None:
+        model = model.clone()
+        rng = np.random.default_rng(seed)
+        model.maximize(sum(int(w) * model.get_int_var_from_proto_index(v.index)
+                           for w, v in zip(rng.choice((-1, 1), len(x)), x, strict=True)))
+    solver = new_solver(left=deadline.left())
+    status = solver.solve(model)
+    if status == cp_model.INFEASIBLE:
+        raise _inconsistent(cells)
+    return tuple(int(solver.value(v)) for v in x) if found(status) else None
 
 
 class _Collect(cp_model.CpSolverSolutionCallback):
@@ -173,6 +238,48 @@ class _Collect(cp_model.CpSolverSolutionCallback):
         if len(self.tables) > self.cap:
             self.stopped = True
             self.stop_search()
+
+
+def _sampled(a: sp.csr_matrix, cells: list[int], supports: list[dict[int, Fraction]],
+             starts: tuple[tuple[int, ...], tuple[int, ...]], options: PosteriorOptions,
+             deadline: Deadline) -> list[CellPosterior]:
+    """The marginals two Markov chains over the component's tables estimate (``chain``),
+    one from each start, each given half the steps and half the time left. A cell whose two
+    chains disagree (total variation over MIX_TV), or that either chain changed fewer than
+    MIN_CHANGES times (a chain stuck where it started agrees with nothing), is ``unmixed``:
+    its estimate is not given; the others pool both chains."""
+    moves = null_moves(equations_of(a, cells), len(cells))
+    if not moves:  # one table only: the enumeration would have ended
+        raise AssertionError("a component with more tables than the cap has moves")
+    steps = options.chain_steps or min(max(STEPS_PER_MOVE * len(moves), STEPS[0]), STEPS[1])
+    log_weight = [{v: math.log(p) for v, p in s.items()} for s in supports]
+    runs = [run_chain(moves, start, log_weight, steps // 2, options.seed + k,
+                      _share(deadline, 0.5) if k == 0 else deadline)
+            for k, start in enumerate(starts)]
+    out = []
+    total_steps = sum(run.steps for run in runs)
+    for c, (first, second) in enumerate(zip(runs[0].held, runs[1].held, strict=True)):
+        shares = [_shares(first), _shares(second)]
+        if not shares[0] or not shares[1]:
+            return [CellPosterior("unknown", steps=total_steps)] * len(cells)
+        values = {*shares[0], *shares[1]}
+        gap = sum((abs(shares[0].get(v, Fraction(0)) - shares[1].get(v, Fraction(0)))
+                   for v in values), Fraction(0)) / 2
+        moved = min(run.changes[c] for run in runs) >= MIN_CHANGES
+        if gap > MIX_TV or not (moved or len(supports[c]) == 1):
+            out.append(CellPosterior("unmixed", steps=total_steps))
+            continue
+        pooled = {v: first.get(v, 0) + second.get(v, 0) for v in values}
+        total = sum(pooled.values())
+        out.append(CellPosterior("sampled", tuple((v, Fraction(n, total))
+                                                  for v, n in sorted(pooled.items()) if n),
+                                 steps=total_steps))
+    return out
+
+
+def _shares(held: dict[int, int]) -> dict[int, Fraction]:
+    total = sum(held.values())
+    return {v: Fraction(n, total) for v, n in held.items()} if total else {}
 
 
 def _marginals(tables: list[tuple[int, ...]], supports: list[dict[int, Fraction]]

@@ -1,0 +1,163 @@
+"""A Markov chain over the integer tables that add up, for posteriors too large to enumerate.
+
+The moves are integer vectors ``m`` with ``A m = 0``: a basis of the null space of the
+component's equations (exact elimination, ``engines/solvers/elimination``, pivoting on
+totals where it can, so each basis move is one inner cell and the totals above it), and
+sums of up to ``MAX_COMBINED`` of them taken along a walk between moves that share a cell,
+rare cells first (a move within a row whose total is pinned, a 2 x 2 swap where the margins
+are). Each sign is
+drawn at random, so ``m`` and ``-m`` are equally likely and the Metropolis-Hastings chain
+with acceptance ``min(1, w(x + m) / w(x))`` (0 outside the supports) has the posterior as its
+stationary law on the tables its moves connect to the start. The marginals it gives are
+estimates, never called exact: moves that connect every table within bounds are not
+guaranteed (a Markov basis of bounded tables can be large), which is why the chain is only
+used where enumeration is out of reach.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+
+import scipy.sparse as sp
+
+from statrecon.engines.solvers.cpsat import Deadline
+from statrecon.engines.solvers.elimination import SparseBasis
+
+MAX_COMBINED = 4  # basis moves summed into one proposal, at most
+Move = tuple[tuple[int, int], ...]  # (local cell, change), the changes nonzero
+
+
+@dataclass(frozen=True)
+class ChainRun:
+    """Per cell, how long the chain held each value (``held[c][v]``, in steps after the
+    burn-in) and how often it changed after the burn-in (``changes[c]``), the steps taken
+    and the moves accepted."""
+
+    held: tuple[dict[int, int], ...]
+    changes: tuple[int, ...]
+    steps: int
+    accepted: int
+
+
+def null_moves(rows: Sequence[dict[int, int]], n: int) -> list[Move]:
+    """An integer basis of ``{m : row . m = 0 for every row}`` over ``n`` cells: one move per
+    free cell (1 there, the pivots it sets), scaled to whole numbers where a coefficient is
+    a fraction."""
+    basis = SparseBasis(None)
+    for row in rows:
+        left = basis.reduce({c: Fraction(a) for c, a in row.items() if a})
+        if left:
+            basis.add(left, _pivot(left))
+    free = [c for c in range(n) if c not in basis.rows]
+    moves = []
+    for f in free:
+        change = {f: Fraction(1)}
+        for q in basis.holders.get(f, ()):
+            change[q] = -basis.rows[q][f]
+        scale = math.lcm(*(v.denominator for v in change.values()))
+        moves.append(tuple(sorted((c, int(v * scale)) for c, v in change.items() if v)))
+    return moves
+
+
+def _pivot(left: dict[int, Fraction]) -> int:
+    """A total where the row has one (coefficient -1), else a unit coefficient, else any:
+    free cells are then inner cells, and their moves stay small."""
+    for wanted in (-1, 1):
+        found = [c for c, a in left.items() if a == wanted]
+        if found:
+            return min(found)
+    return min(left)
+
+
+def run_chain(moves: list[Move], start: Sequence[int],
+              log_weight: Sequence[dict[int, float]], steps: int, seed: int,
+              deadline: Deadline) -> ChainRun:
+    """Metropolis-Hastings from ``start`` over ``steps`` proposals (fewer if the deadline
+    comes first), the first fifth a burn-in; ``log_weight[c][v]``: the log likelihood of
+    value v of cell c (absent: outside its support)."""
+    rng = random.Random(seed)
+    x = list(start)
+    walk = _walk(moves)
+    burn = steps // 5
+    since = [burn] * len(x)
+    held: list[dict[int, int]] = [{} for _ in x]
+    changes = [0] * len(x)
+    accepted = end = 0
+    for step in range(steps):
+        if step % 1024 == 0 and deadline.expired:
+            break
+        end = step + 1
+        change = _proposal(moves, walk, rng)
+        new = [(c, x[c] + d) for c, d in change.items() if d]
+        if not new or any(v not in log_weight[c] for c, v in new):
+            continue
+        gain = sum(log_weight[c][v] - log_weight[c][x[c]] for c, v in new)
+        if gain < 0 and rng.random() >= math.exp(gain):
+            continue
+        accepted += 1
+        for c, v in new:
+            if step >= burn:
+                held[c][x[c]] = held[c].get(x[c], 0) + step - since[c]
+                since[c] = step
+                changes[c] += 1
+            x[c] = v
+    for c, v in enumerate(x):
+        if end > since[c]:
+            held[c][v] = held[c].get(v, 0) + end - since[c]
+    return ChainRun(tuple(held), tuple(changes), end, accepted)
+
+
+@dataclass(frozen=True)
+class _Walk:
+    """Where a proposal's walk goes next from a move: to one of its cells (rarer cells
+    likelier: a total shared by every move leads anywhere), then to any move on that cell."""
+
+    cells: list[list[int]]  # per move, its cells
+    cumulative: list[list[float]]  # per move, the cumulative weights of its cells
+    moves_of: dict[int, list[int]]  # per cell, the moves on it
+
+
+def _walk(moves: list[Move]) -> _Walk:
+    moves_of: dict[int, list[int]] = {}
+    for i, move in enumerate(moves):
+        for c, _ in move:
+            moves_of.setdefault(c, []).append(i)
+    cells = [[c for c, _ in move] for move in moves]
+    cumulative = []
+    for mine in cells:
+        total, acc = 0.0, []
+        for c in mine:
+            total += 1 / len(moves_of[c])
+            acc.append(total)
+        cumulative.append(acc)
+    return _Walk(cells, cumulative, moves_of)
+
+
+def _proposal(moves: list[Move], walk: _Walk, rng: random.Random) -> dict[int, int]:
+    """The sum of 1 to MAX_COMBINED basis moves, each reached from the previous one through
+    a cell they share, each with a random sign (so ``m`` and ``-m`` are equally likely)."""
+    i = rng.randrange(len(moves))
+    change: dict[int, int] = {}
+    for _ in range(rng.randint(1, MAX_COMBINED)):
+        sign = rng.choice((-1, 1))
+        for c, d in moves[i]:
+            change[c] = change.get(c, 0) + sign * d
+        c = rng.choices(walk.cells[i], cum_weights=walk.cumulative[i])[0]
+        i = rng.choice(walk.moves_of[c])
+    return change
+
+
+def equations_of(a: sp.csr_matrix, cells: list[int]) -> list[dict[int, int]]:
+    """The rows of ``a`` over ``cells``, each as {local cell: coefficient}."""
+    sub = a[:, cells].tocsr()
+    out = []
+    for r in range(sub.shape[0]):
+        start, end = sub.indptr[r], sub.indptr[r + 1]
+        if end > start:
+            out.append({int(c): int(v) for c, v in zip(sub.indices[start:end],
+                                                       sub.data[start:end], strict=True)})
+    return out
