@@ -288,12 +288,14 @@ def likelihood(shown: Published, ptable: PTable, threshold: int
 
 
 def publication_posteriors(cells: PublishedCells, ptable: PTable, threshold: int,
-                           options: PosteriorOptions | None = None
+                           options: PosteriorOptions | None = None,
+                           known: Sequence[int] | None = None
                            ) -> tuple[CellPosterior, ...]:
     """Each true count's posterior behind the publication (``engines/ckm/posterior``: a
-    flat prior over the tables that add up, the cells' perturbations independent)."""
+    flat prior over the tables that add up, the cells' perturbations independent);
+    ``known``: a table that adds up within the published values' sets (the stand-in)."""
     likelihoods = [likelihood(p, ptable, threshold) for p in cells.published]
-    return posteriors(cells.tables.equations().matrix, likelihoods, options)
+    return posteriors(cells.tables.equations().matrix, likelihoods, options, known)
 
 
 FITTING = "a table that fits"  # the stage of the stand-in table, in progress reports
@@ -343,7 +345,7 @@ def audit_publication(publication: Path, ptable_path: Path, options: Publication
     if options.posterior:
         tell(0, 1, POSTERIOR)
         found = publication_posteriors(cells, ptable, threshold, PosteriorOptions(
-            time_limit=None if limit is None else max(limit, POSTERIOR_LIMIT)))
+            time_limit=None if limit is None else max(limit, POSTERIOR_LIMIT)), values)
         tell(1, 1, POSTERIOR)
     return PublicationAudit(checked.result, checked.bounds, options.knowledge, cells,
                             tuple(values), ptable, threshold, found_s, found,

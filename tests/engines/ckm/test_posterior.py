@@ -64,7 +64,8 @@ def totals(rows: list[list[int]], parts: list[int]) -> list[int]:
 
 
 @st.composite
-def releases(draw: st.DrawFn) -> tuple[list[list[int]], list[dict[int, Fraction]]]:
+def releases(draw: st.DrawFn
+             ) -> tuple[list[list[int]], list[dict[int, Fraction]], list[int]]:
     """A true table and, per cell, a likelihood whose support holds its true value and up to
     two others within 2 of it (so at least one table adds up)."""
     rows = draw(st.sampled_from([ONE_WAY, TWO_WAY]))
@@ -75,20 +76,22 @@ def releases(draw: st.DrawFn) -> tuple[list[list[int]], list[dict[int, Fraction]
         others = draw(st.lists(st.integers(max(0, t - 2), t + 2), max_size=2, unique=True))
         likelihoods.append({v: Fraction(draw(st.integers(1, 9)), draw(st.integers(1, 9)))
                             for v in {t, *others}})
-    return rows, likelihoods
+    return rows, likelihoods, truth
 
 
 @settings(max_examples=60, deadline=None)
 @given(releases())
 def test_posteriors_equal_the_brute_force_enumeration(
-        release: tuple[list[list[int]], list[dict[int, Fraction]]]) -> None:
-    rows, likelihoods = release
+        release: tuple[list[list[int]], list[dict[int, Fraction]], list[int]]) -> None:
+    """With or without a known table to start from (the true one here)."""
+    rows, likelihoods, truth = release
     expected = oracle(rows, likelihoods)
     assert expected is not None  # the true table adds up
-    found = posteriors(sp.csr_matrix(rows), likelihoods)
-    assert [p.status for p in found] == ["exact"] * len(likelihoods)
-    assert [dict(p.distribution) for p in found] == expected
-    assert len({p.tables for p in found}) == 1  # one component: the same tables for all
+    for known in (None, truth):
+        found = posteriors(sp.csr_matrix(rows), likelihoods, known=known)
+        assert [p.status for p in found] == ["exact"] * len(likelihoods)
+        assert [dict(p.distribution) for p in found] == expected
+        assert len({p.tables for p in found}) == 1  # one component: the same tables for all
 
 
 def test_no_table_within_the_supports_is_an_inconsistent_release() -> None:
@@ -160,7 +163,13 @@ def test_the_chain_estimates_the_enumerated_posterior(rows: list[list[int]],
     sampled = posteriors(sp.csr_matrix(rows), likelihoods,
                          PosteriorOptions(max_tables=1, chain_steps=60_000, seed=3))
     assert {p.status for p in sampled} == {"sampled"}
-    for e, s in zip(exact, sampled, strict=True):
+    last = next(x for x in reversed(list(itertools.product(*map(sorted, likelihoods))))
+                if all(sum(a * v for a, v in zip(row, x, strict=True)) == 0 for row in rows))
+    started = posteriors(sp.csr_matrix(rows), likelihoods,  # from the last table, not CP-SAT's
+                         PosteriorOptions(max_tables=1, chain_steps=60_000, seed=3),
+                         known=last)
+    for e, s in [*zip(exact, sampled, strict=True), *zip(exact, started, strict=True)]:
         d_e, d_s = dict(e.distribution), dict(s.distribution)
-        tv = sum(abs(d_e.get(v, 0) - d_s.get(v, 0)) for v in {*d_e, *d_s}) / 2
+        tv = sum((abs(d_e.get(v, Fraction(0)) - d_s.get(v, Fraction(0)))
+                  for v in {*d_e, *d_s}), Fraction(0)) / 2
         assert tv < 0.03, (e, s)

@@ -96,11 +96,14 @@ class PosteriorOptions:
 
 
 def posteriors(matrix: sp.spmatrix, likelihoods: Sequence[Likelihood | None],
-               options: PosteriorOptions | None = None) -> tuple[CellPosterior, ...]:
+               options: PosteriorOptions | None = None,
+               known: Sequence[int] | None = None) -> tuple[CellPosterior, ...]:
     """The posterior of every cell. ``matrix @ x == 0`` are the equations the true tables
     satisfy (integer coefficients); ``likelihoods[c]`` the nonzero ``P(published_c | t)`` by
-    ``t`` (None: the cell is not published, any ``t >= 0``). No table that adds up within the
-    likelihoods' supports is an :class:`InconsistentReleaseError`."""
+    ``t`` (None: the cell is not published, any ``t >= 0``); ``known``: a table that adds up,
+    if one is at hand (a chain starts from it where it lies within the supports, and CP-SAT
+    from it as a hint). No table that adds up within the likelihoods' supports is an
+    :class:`InconsistentReleaseError`."""
     options = options or PosteriorOptions()
     deadline = Deadline.after(options.time_limit)
     a = sp.csr_matrix(matrix)
@@ -111,8 +114,9 @@ def posteriors(matrix: sp.spmatrix, likelihoods: Sequence[Likelihood | None],
     _, label = connected_components(link, directed=False)
     out: list[CellPosterior | None] = [None] * n
     for comp in _components(label):
-        for cell, post in zip(comp, _component(a, comp, likelihoods, options, deadline),
-                              strict=True):
+        hint = None if known is None else tuple(int(known[c]) for c in comp)
+        for cell, post in zip(comp, _component(a, comp, likelihoods, options, deadline,
+                                               hint), strict=True):
             out[cell] = post
     return tuple(p for p in out if p is not None)
 
@@ -132,7 +136,8 @@ def _components(label: np.ndarray) -> list[list[int]]:
 
 
 def _component(a: sp.csr_matrix, cells: list[int], likelihoods: Sequence[Likelihood | None],
-               options: PosteriorOptions, deadline: Deadline) -> list[CellPosterior]:
+               options: PosteriorOptions, deadline: Deadline,
+               hint: tuple[int, ...] | None) -> list[CellPosterior]:
     """The posteriors of one component's cells, all with the same status: enumerated in at
     most ENUMERATE_SHARE of the time left, else sampled from a table found (the
     enumeration's first, or CP-SAT's with presolve) in what remains."""
@@ -145,6 +150,11 @@ def _component(a: sp.csr_matrix, cells: list[int], likelihoods: Sequence[Likelih
     if len(cells) == 1 and not a[:, cells].nnz:  # a cell in no equation
         return _marginals([(v,) for v in sorted(supports[0])], supports)
     model, x = _model(a, cells, supports)
+    fits = hint is not None and all(v in s for v, s in zip(hint, supports, strict=True))
+    if hint is not None:
+        for v, value, s in zip(x, hint, supports, strict=True):
+            if value in s:
+                model.add_hint(v, value)
     tables, status = _enumerate(model, x, min(options.max_tables, MAX_ENTRIES // len(cells)),
                                 _share(deadline, ENUMERATE_SHARE, ENUMERATE_S))
     if status == "exact":
@@ -153,7 +163,7 @@ def _component(a: sp.csr_matrix, cells: list[int], likelihoods: Sequence[Likelih
         return _marginals(tables, supports)
     if not options.sample:
         return [CellPosterior(status, tables=len(tables))] * len(cells)
-    first = tables[0] if tables else _one_table(model, x, cells, deadline)
+    first = tables[0] if tables else hint if fits else _one_table(model, x, cells, deadline)
     second = _one_table(model, x, cells, _share(deadline, ENUMERATE_SHARE),
                         seed=options.seed + 1) if first is not None else None
     if first is None or second is None:
