@@ -164,11 +164,11 @@ def _component(a: sp.csr_matrix, cells: list[int], likelihoods: Sequence[Likelih
     if not options.sample:
         return [CellPosterior(status, tables=len(tables))] * len(cells)
     first = tables[0] if tables else hint if fits else _one_table(model, x, cells, deadline)
-    second = _one_table(model, x, cells, _share(deadline, ENUMERATE_SHARE),
-                        seed=options.seed + 1) if first is not None else None
-    if first is None or second is None:
+    if first is None:
         return [CellPosterior(status, tables=len(tables))] * len(cells)
-    return _sampled(a, cells, supports, (first, second), options, deadline)
+    second = _one_table(model, x, cells, _share(deadline, ENUMERATE_SHARE),
+                        seed=options.seed + 1)
+    return _sampled(a, cells, supports, (first, second or first), options, deadline)
 
 
 def _share(deadline: Deadline, share: float, most: float | None = None) -> Deadline:
@@ -254,13 +254,14 @@ def _sampled(a: sp.csr_matrix, cells: list[int], supports: list[dict[int, Fracti
              starts: tuple[tuple[int, ...], tuple[int, ...]], options: PosteriorOptions,
              deadline: Deadline) -> list[CellPosterior]:
     """The marginals two Markov chains over the component's tables estimate (``chain``),
-    one from each start, each given half the steps and half the time left. A cell whose two
+    one from each start (the same table twice where CP-SAT found no second in time: the
+    seeds still differ), each given half the steps and half the time left. A cell whose two
     chains disagree (total variation over MIX_TV), or that either chain changed fewer than
     MIN_CHANGES times (a chain stuck where it started agrees with nothing), is ``unmixed``:
     its estimate is not given; the others pool both chains."""
-    moves = null_moves(equations_of(a, cells), len(cells))
-    if not moves:  # one table only: the enumeration would have ended
-        raise AssertionError("a component with more tables than the cap has moves")
+    moves = null_moves(equations_of(a, cells), len(cells), deadline)
+    if not moves:  # the deadline passed (a component of one table was enumerated)
+        return [CellPosterior("unknown")] * len(cells)
     steps = options.chain_steps or min(max(STEPS_PER_MOVE * len(moves), STEPS[0]), STEPS[1])
     log_weight = [{v: math.log(p) for v, p in s.items()} for s in supports]
     runs = [run_chain(moves, start, log_weight, steps // 2, options.seed + k,
