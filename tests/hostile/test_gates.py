@@ -14,6 +14,7 @@ import shutil
 import time
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -91,8 +92,10 @@ def test_a_dictionary_encoded_statistics_file_is_stopped_by_its_decoded_size(
     """400,000 rows of one 4.4 KB SQL text: 420 KB of Parquet, 1.8 GB once decoded."""
     sql = "SELECT COUNT(*) FROM t WHERE " + " OR ".join(f"a = {i}" for i in range(400))
     n = 400_000
-    table = pa.table({"id": [f"s{i}" for i in range(n)], "sql": pa.array([sql] * n),
-                      "value": pa.array(["1"] * n)})
+    one = pa.array(np.zeros(n, dtype=np.int32))  # every row the dictionary's one entry
+    table = pa.table({"id": [f"s{i}" for i in range(n)],
+                      "sql": pa.DictionaryArray.from_arrays(one, pa.array([sql])),
+                      "value": pa.DictionaryArray.from_arrays(one, pa.array(["1"]))})
     pq.write_table(table, tmp_path / "stats.parquet", use_dictionary=True, compression="zstd")
     assert (tmp_path / "stats.parquet").stat().st_size < 2_000_000
     release = tmp_path / "rel.yaml"
