@@ -227,7 +227,10 @@ def test_the_audit_reports_progress_unless_quiet(folder: Path, run_cli: CliRunne
     assert code in (0, 4), err
     assert json.loads(out)["audit"]["cells"]
     assert "Auditing the publication" in err and "3/3" in err and "cells audited" in err
-    code, out, err = run_cli(*args, "--quiet")
+    assert "posteriors" not in err
+    code, out, err = run_cli(*args, "--posterior")
+    assert any("3/3" in line and "(posteriors)" in line for line in err.splitlines()), err
+    code, out, err = run_cli(*args, "--quiet", "--posterior")
     assert code in (0, 4) and err == ""
 
 

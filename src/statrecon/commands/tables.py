@@ -169,7 +169,8 @@ def audit(
              "(a flat prior over the tables that add up, each cell's perturbation "
              "independent; exact, by enumeration, where the cells linked to it have at most "
              "20,000 such tables, else estimated by a Markov chain over them), and the "
-             "cells most surely recovered.")] = False,
+             "cells most surely recovered; they get --time-limit, at least 120 s, in all.")
+    ] = False,
     as_json: AsJson = False,
     quiet: Quiet = False,
 ) -> None:

@@ -312,7 +312,7 @@ def audit_publication(publication: Path, ptable_path: Path, options: Publication
     is checked first: a value the ptable cannot publish, or no additive integer tables
     within what the ptable allows, is an :class:`InconsistentReleaseError`.
     ``on_progress(done, total, stage)``: the table that fits (0 of 1, then 1 of 1), then
-    the cells audited."""
+    the cells audited, then (``options.posterior``) the cells whose posteriors are done."""
     tell = on_progress or (lambda done, total, stage: None)
     ptable = read_ptable(ptable_path)
     hierarchies = {v: read_hierarchy(p, v) for v, p in options.hierarchies}
@@ -343,10 +343,10 @@ def audit_publication(publication: Path, ptable_path: Path, options: Publication
     found: tuple[CellPosterior, ...] = ()
     start = time.perf_counter()
     if options.posterior:
-        tell(0, 1, POSTERIOR)
+        tell(0, len(values), POSTERIOR)
         found = publication_posteriors(cells, ptable, threshold, PosteriorOptions(
-            time_limit=None if limit is None else max(limit, POSTERIOR_LIMIT)), values)
-        tell(1, 1, POSTERIOR)
+            time_limit=None if limit is None else max(limit, POSTERIOR_LIMIT),
+            on_progress=lambda done, total: tell(done, total, POSTERIOR)), values)
     return PublicationAudit(checked.result, checked.bounds, options.knowledge, cells,
                             tuple(values), ptable, threshold, found_s, found,
                             time.perf_counter() - start if options.posterior else 0.0)

@@ -22,7 +22,7 @@ deadline stops is ``unknown``; one with a cell of no upper bound (not published)
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Literal
@@ -85,6 +85,7 @@ class PosteriorOptions:
     sample: bool = True
     chain_steps: int | None = None
     seed: int = 0
+    on_progress: Callable[[int, int], None] | None = None  # (cells done, cells) per component
 
     def __post_init__(self) -> None:
         check_option(self, "max_tables", self.max_tables >= 1, "at least 1")
@@ -113,11 +114,15 @@ def posteriors(matrix: sp.spmatrix, likelihoods: Sequence[Likelihood | None],
     link = (a.T @ a) if a.shape[0] else sp.csr_matrix((n, n))
     _, label = connected_components(link, directed=False)
     out: list[CellPosterior | None] = [None] * n
+    done = 0
     for comp in _components(label):
         hint = None if known is None else tuple(int(known[c]) for c in comp)
         for cell, post in zip(comp, _component(a, comp, likelihoods, options, deadline,
                                                hint), strict=True):
             out[cell] = post
+        done += len(comp)
+        if options.on_progress is not None:
+            options.on_progress(done, n)
     return tuple(p for p in out if p is not None)
 
 
