@@ -50,6 +50,7 @@ def run_units(fn: Callable[[Any, T], R], shared: Any, units: Iterable[T], *, wor
 
 
 _SHARED: Any = None
+WAIT_SLICE_S = 0.2  # the longest a signal waits to be raised while the pool works
 
 
 def _init_worker(shared: Any) -> None:
@@ -109,10 +110,17 @@ def _drive(pool: ProcessPoolExecutor, fn: Callable[[Any, T], R], units: Iterable
                 pending[pool.submit(_call, fn, unit)] = unit
         if not pending:
             return
-        done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
+        # Ctrl-C raises only where no lock of concurrent.futures is held: a KeyboardInterrupt
+        # inside ``wait`` or ``result`` can leave a future's lock taken, and stopping the pool
+        # then waits on it for ever (a census run ignored SIGINT for 30 s in CI). The waits
+        # are short slices, so a signal still stops the run within WAIT_SLICE_S.
+        with interrupt.deferred():
+            done, _ = wait(list(pending), timeout=WAIT_SLICE_S, return_when=FIRST_COMPLETED)
         for future in done:
             unit = pending.pop(future)
-            yield unit, future.result()
+            with interrupt.deferred():
+                result = future.result()
+            yield unit, result
 
 
 def _run_dask(fn: Callable[[Any, T], R], shared: Any, units: Iterable[T], address: str
