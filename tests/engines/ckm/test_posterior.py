@@ -173,3 +173,23 @@ def test_the_chain_estimates_the_enumerated_posterior(rows: list[list[int]],
         tv = sum((abs(d_e.get(v, Fraction(0)) - d_s.get(v, Fraction(0)))
                   for v in {*d_e, *d_s}), Fraction(0)) / 2
         assert tv < 0.03, (e, s)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.lists(st.integers(-2, 2), min_size=6, max_size=6), min_size=1, max_size=4))
+def test_the_chain_moves_are_an_integer_basis_of_the_null_space(rows: list[list[int]]) -> None:
+    """Every move keeps every equation (exactly, in integers), and there are as many as the
+    null space's dimension, independent: with coefficients of any size, not only tables'."""
+    import numpy as np
+
+    from statrecon.engines.ckm.chain import null_moves
+
+    moves = null_moves([{c: a for c, a in enumerate(row) if a} for row in rows], 6)
+    assert moves is not None
+    m = np.zeros((6, len(moves)), dtype=np.int64)
+    for j, move in enumerate(moves):
+        for c, d in move:
+            m[c, j] = d
+    assert not (np.array(rows, dtype=np.int64) @ m).any()
+    rank = np.linalg.matrix_rank(np.array(rows, dtype=float))
+    assert len(moves) == 6 - rank and np.linalg.matrix_rank(m.astype(float)) == len(moves)

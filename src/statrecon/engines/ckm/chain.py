@@ -53,16 +53,16 @@ def null_moves(rows: Sequence[dict[int, int]], n: int,
     for k, row in enumerate(rows):
         if deadline is not None and k % 64 == 0 and deadline.expired:
             return None
-        left = basis.reduce({c: Fraction(a) for c, a in row.items() if a})
+        left = basis.reduce({c: a for c, a in row.items() if a})  # whole, pivots of ±1
         if left:
             basis.add(left, _pivot(left))
     free = [c for c in range(n) if c not in basis.rows]
     moves = []
     for f in free:
-        change = {f: Fraction(1)}
+        change: dict[int, Fraction | int] = {f: 1}
         for q in basis.holders.get(f, ()):
             change[q] = -basis.rows[q][f]
-        scale = math.lcm(*(v.denominator for v in change.values()))
+        scale = math.lcm(*(Fraction(v).denominator for v in change.values()))
         moves.append(tuple(sorted((c, int(v * scale)) for c, v in change.items() if v)))
     return moves
 

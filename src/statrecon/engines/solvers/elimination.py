@@ -176,7 +176,9 @@ class SparseBasis:
         p = self.p
         if p is None:
             lead = r.pop(q)
-            f = Fraction(1, lead) if isinstance(lead, int) else 1 / lead  # never a float
+            # never a float; a unit pivot keeps whole numbers whole (1/±1 is ±1)
+            f = (lead if lead in (1, -1) else Fraction(1, lead)) if isinstance(lead, int) \
+                else 1 / lead
             return ({c: a * f for c, a in r.items()},
                     None if tag is None else {c: a * f for c, a in tag.items()})
         f = pow(r.pop(q), -1, p)
