@@ -5,10 +5,10 @@ component's equations (exact elimination, ``engines/solvers/elimination``, pivot
 totals where it can, so each basis move is one inner cell and the totals above it), and
 sums of up to ``MAX_COMBINED`` of them taken along a walk between moves that share a cell,
 rare cells first (a move within a row whose total is pinned, a 2 x 2 swap where the margins
-are). Each sign is
-drawn at random, so ``m`` and ``-m`` are equally likely and the Metropolis-Hastings chain
-with acceptance ``min(1, w(x + m) / w(x))`` (0 outside the supports) has the posterior as its
-stationary law on the tables its moves connect to the start. The marginals it gives are
+are). Each sign is drawn at random, so ``m`` and ``-m`` are equally likely and the
+Metropolis-Hastings chain with acceptance ``min(1, w(x + m) / w(x))`` (0 outside the
+supports) has the posterior as its stationary law on the tables its moves connect to the
+start. The marginals it gives are
 estimates, never called exact: moves that connect every table within bounds are not
 guaranteed (a Markov basis of bounded tables can be large), which is why the chain is only
 used where enumeration is out of reach.
@@ -47,8 +47,8 @@ def null_moves(rows: Sequence[dict[int, int]], n: int,
                deadline: Deadline | None = None) -> list[Move] | None:
     """An integer basis of ``{m : row . m = 0 for every row}`` over ``n`` cells: one move per
     free cell (1 there, the pivots it sets), scaled to whole numbers where a coefficient is
-    a fraction; None if ``deadline`` passes first (the exact elimination fills in: 102,786
-    linked cells did not finish in minutes)."""
+    a fraction (unit pivots keep whole numbers whole: 34,854 linked cells in 2 s); None if
+    ``deadline`` passes first."""
     basis = SparseBasis(None)
     for k, row in enumerate(rows):
         if deadline is not None and k % 64 == 0 and deadline.expired:
