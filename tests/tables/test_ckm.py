@@ -263,3 +263,25 @@ def test_what_a_published_count_allows() -> None:
     assert ABS.possible(0, "d") == (0, 2)
     assert ABS.possible(5, "nothing") == (1, None)
     assert ABS.possible(0, "ptable") == (0, 2)  # js = 1: a 1 or a 2 may be published as 0
+
+
+@pytest.mark.parametrize("ptable", [ABS, ONS], ids=["abs", "ons"])
+def test_the_likelihood_of_a_published_value_is_the_ptable_read_backwards(ptable: object
+                                                                         ) -> None:
+    """likelihood((y,))[n] is P(y | n): for every true count, its published values' likelihoods
+    sum to 1, each equals the share of cell keys that publish it (brute force over the keys
+    for ONS's form), and a withheld cell's is the sum over the values below the threshold."""
+    assert isinstance(ptable, (IntervalPTable, KeyedPTable))
+    top = 30
+    by_y = {y: ptable.likelihood((y,)) for y in range(top + 3)}
+    for n in range(top):
+        assert sum(lik.get(n, Fraction(0)) for lik in by_y.values()) == 1
+    if isinstance(ptable, KeyedPTable):
+        for n, y in itertools.product(range(1, 12), range(15)):
+            hits = sum(1 for k in range(ptable.key_range)
+                       if n + ptable.perturbation(n, Fraction(k)) == y)
+            assert by_y[y].get(n, Fraction(0)) == Fraction(hits, ptable.key_range)
+    below = ptable.likelihood(range(5))
+    assert below == {n: p for n in range(top)
+                     if (p := sum((by_y[y].get(n, Fraction(0)) for y in range(5)),
+                                  Fraction(0)))}

@@ -273,20 +273,6 @@ def publication_bounds(cells: PublishedCells, ptable: PTable, threshold: int,
     return tuple(out)
 
 
-def likelihood(shown: Published, ptable: PTable, threshold: int
-               ) -> dict[int, Fraction] | None:
-    """``P(shown | t)`` for every true count ``t`` it is positive for, over a uniformly
-    random cell key (``ptable.outcomes``): for a value published, withheld (any value below
-    ``threshold``), or None for a cell not published (any ``t >= 0``)."""
-    if shown is None:
-        return None
-    seen = range(threshold) if shown == WITHHELD else (int(shown),)
-    counts = {n for y in seen for n in ptable.sources(y)}
-    out = {n: sum((ptable.outcomes(n).get(y - n, Fraction(0)) if n else Fraction(y == 0)
-                   for y in seen), Fraction(0)) for n in sorted(counts)}
-    return {n: p for n, p in out.items() if p > 0}
-
-
 def publication_posteriors(cells: PublishedCells, ptable: PTable, threshold: int,
                            options: PosteriorOptions | None = None,
                            known: Sequence[int] | None = None
@@ -294,7 +280,12 @@ def publication_posteriors(cells: PublishedCells, ptable: PTable, threshold: int
     """Each true count's posterior behind the publication (``engines/ckm/posterior``: a
     flat prior over the tables that add up, the cells' perturbations independent);
     ``known``: a table that adds up within the published values' sets (the stand-in)."""
-    likelihoods = [likelihood(p, ptable, threshold) for p in cells.published]
+    by_value: dict[Published, dict[int, Fraction] | None] = {None: None}  # not published
+    for shown in cells.published:
+        if shown not in by_value:
+            by_value[shown] = ptable.likelihood(  # a count, or withheld below threshold
+                (shown,) if isinstance(shown, int) else range(threshold))
+    likelihoods = [by_value[p] for p in cells.published]
     return posteriors(cells.tables.equations().matrix, likelihoods, options, known)
 
 

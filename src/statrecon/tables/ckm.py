@@ -131,6 +131,15 @@ class PTable:
         return tuple(n for n in range(low, published + self.noise + 1)
                      if published - n in self.noises(n))
 
+    def likelihood(self, seen: Sequence[int]) -> dict[int, Fraction]:
+        """``P(published in seen | true count n)`` over a uniformly random cell key, for
+        every ``n`` where it is positive: ``seen`` is one value when it is published, the
+        values below the threshold when it is withheld."""
+        counts = sorted({n for y in seen for n in self.sources(y)})
+        out = {n: sum((self.outcomes(n).get(y - n, Fraction(0)) for y in seen), Fraction(0))
+               for n in counts}
+        return {n: p for n, p in out.items() if p}
+
     def possible_below(self, threshold: int, knowledge: Knowledge) -> tuple[int, int | None]:
         """The counts a cell published as below ``threshold`` (suppressed) could have."""
         if knowledge == "nothing":
