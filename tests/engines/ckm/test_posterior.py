@@ -193,3 +193,17 @@ def test_the_chain_moves_are_an_integer_basis_of_the_null_space(rows: list[list[
     assert not (np.array(rows, dtype=np.int64) @ m).any()
     rank = np.linalg.matrix_rank(np.array(rows, dtype=float))
     assert len(moves) == 6 - rank and np.linalg.matrix_rank(m.astype(float)) == len(moves)
+
+
+@pytest.mark.parametrize("sample", [False, True])
+def test_no_time_left_gives_no_posterior(sample: bool) -> None:
+    """A spent time limit: neither exact (the enumeration did not end) nor sampled; given
+    the time, the same release is exact (12,341 tables)."""
+    wide = [{v: Fraction(1, v + 1) for v in range(41)} for _ in range(4)]
+    found = posteriors(sp.csr_matrix(ONE_WAY), wide,
+                       PosteriorOptions(time_limit=0, sample=sample))
+    assert {p.status for p in found} <= {"unknown", "too-many"}
+    assert all(p.distribution == () for p in found)
+    if not sample:
+        given = posteriors(sp.csr_matrix(ONE_WAY), wide, PosteriorOptions(sample=False))
+        assert {p.status for p in given} == {"exact"} and given[0].tables == 12_341

@@ -126,10 +126,10 @@ def posteriors(matrix: sp.spmatrix, likelihoods: Sequence[Likelihood | None],
     return tuple(p for p in out if p is not None)
 
 
-def ranking(found: Sequence[CellPosterior]) -> list[int]:
+def ranking(cells: Sequence[CellPosterior]) -> list[int]:
     """The cells with a posterior (exact or sampled), most surely recovered first: by the
     probability of their most probable value, then by cell order."""
-    modes = [(c, p.mode) for c, p in enumerate(found)]
+    modes = [(c, p.mode) for c, p in enumerate(cells)]
     exact = [(-m[1], c) for c, m in modes if m is not None]
     return [c for _, c in sorted(exact)]
 
@@ -152,9 +152,10 @@ def _component(a: sp.csr_matrix, cells: list[int], likelihoods: Sequence[Likelih
     supports = [dict(lik) for lik in own if lik is not None]
     if any(not s or any(p <= 0 for p in s.values()) for s in supports):
         raise ValueError("every likelihood has a nonempty support of positive probabilities")
-    if len(cells) == 1 and not a[:, cells].nnz:  # a cell in no equation
+    rows = equations_of(a, cells)
+    if not rows:  # a cell in no equation
         return _marginals([(v,) for v in sorted(supports[0])], supports)
-    model, x = _model(a, cells, supports)
+    model, x = _model(rows, supports)
     fits = hint is not None and all(v in s for v, s in zip(hint, supports, strict=True))
     if hint is not None:
         for v, value, s in zip(x, hint, supports, strict=True):
@@ -173,7 +174,7 @@ def _component(a: sp.csr_matrix, cells: list[int], likelihoods: Sequence[Likelih
         return [CellPosterior(status, tables=len(tables))] * len(cells)
     second = _one_table(model, x, cells, _share(deadline, ENUMERATE_SHARE),
                         seed=options.seed + 1)
-    return _sampled(a, cells, supports, (first, second or first), options, deadline)
+    return _sampled(rows, supports, (first, second or first), options, deadline)
 
 
 def _share(deadline: Deadline, share: float, most: float | None = None) -> Deadline:
@@ -192,17 +193,15 @@ def _inconsistent(cells: list[int]) -> InconsistentReleaseError:
         "positive probability under the ptable: the release is inconsistent with it")
 
 
-def _model(a: sp.csr_matrix, cells: list[int], supports: list[dict[int, Fraction]]
+def _model(rows: list[dict[int, int]], supports: list[dict[int, Fraction]]
            ) -> tuple[cp_model.CpModel, list[cp_model.IntVar]]:
     """The component's tables: each cell within its support, every equation over them."""
     model = cp_model.CpModel()
     x = [model.new_int_var_from_domain(cp_model.Domain.from_values(sorted(s)), "")
          for s in supports]
-    local = {c: i for i, c in enumerate(cells)}
-    for r in np.unique(a[:, cells].nonzero()[0]):
-        start, end = a.indptr[r], a.indptr[r + 1]
-        model.add(sum(int(v) * x[local[int(c)]] for c, v in
-                      zip(a.indices[start:end], a.data[start:end], strict=True)) == 0)
+    for row in rows:
+        model.add(cp_model.LinearExpr.weighted_sum([x[c] for c in row], list(row.values()))
+                  == 0)
     return model, x
 
 
@@ -255,7 +254,7 @@ class _Collect(cp_model.CpSolverSolutionCallback):
             self.stop_search()
 
 
-def _sampled(a: sp.csr_matrix, cells: list[int], supports: list[dict[int, Fraction]],
+def _sampled(rows: list[dict[int, int]], supports: list[dict[int, Fraction]],
              starts: tuple[tuple[int, ...], tuple[int, ...]], options: PosteriorOptions,
              deadline: Deadline) -> list[CellPosterior]:
     """The marginals two Markov chains over the component's tables estimate (``chain``),
@@ -264,9 +263,9 @@ def _sampled(a: sp.csr_matrix, cells: list[int], supports: list[dict[int, Fracti
     chains disagree (total variation over MIX_TV), or that either chain changed fewer than
     MIN_CHANGES times (a chain stuck where it started agrees with nothing), is ``unmixed``:
     its estimate is not given; the others pool both chains."""
-    moves = null_moves(equations_of(a, cells), len(cells), deadline)
+    moves = null_moves(rows, len(supports), deadline)
     if not moves:  # the deadline passed (a component of one table was enumerated)
-        return [CellPosterior("unknown")] * len(cells)
+        return [CellPosterior("unknown")] * len(supports)
     steps = options.chain_steps or min(max(STEPS_PER_MOVE * len(moves), STEPS[0]), STEPS[1])
     log_weight = [{v: math.log(p) for v, p in s.items()} for s in supports]
     runs = [run_chain(moves, start, log_weight, steps // 2, options.seed + k,
@@ -277,7 +276,7 @@ def _sampled(a: sp.csr_matrix, cells: list[int], supports: list[dict[int, Fracti
     for c, (first, second) in enumerate(zip(runs[0].held, runs[1].held, strict=True)):
         shares = [_shares(first), _shares(second)]
         if not shares[0] or not shares[1]:
-            return [CellPosterior("unknown", steps=total_steps)] * len(cells)
+            return [CellPosterior("unknown", steps=total_steps)] * len(supports)
         values = {*shares[0], *shares[1]}
         gap = sum((abs(shares[0].get(v, Fraction(0)) - shares[1].get(v, Fraction(0)))
                    for v in values), Fraction(0)) / 2
