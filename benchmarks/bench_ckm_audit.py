@@ -197,23 +197,23 @@ def report_posteriors(checked: object, truth: list[int]) -> None:
     assert isinstance(checked, PublicationAudit) and checked.cells is not None
     found = checked.posteriors
     statuses = [p.status for p in found]
-    scored = [(c, p) for c, p in enumerate(found) if p.mode is not None]
-    right = sum(1 for c, p in scored if p.mode is not None and p.mode[0] == truth[c])
-    shown = sum(1 for c, _ in scored if checked.cells.published[c] == truth[c])
-    given = sum(float(dict(p.distribution).get(truth[c], 0)) for c, p in scored)
+    modes = {c: p.mode for c, p in enumerate(found) if p.mode is not None}
+    right = sum(1 for c, (value, _) in modes.items() if value == truth[c])
+    shown = sum(1 for c in modes if checked.cells.published[c] == truth[c])
+    given = sum(float(dict(found[c].distribution).get(truth[c], 0)) for c in modes)
     order = ranking(found)
     print(f"posteriors in {checked.posterior_s:.1f} s: "
           + ", ".join(f"{statuses.count(s):,} {s}" for s in sorted(set(statuses)))
           + f"; steps of both chains {max((p.steps for p in found), default=0):,}")
-    if not scored:
+    if not modes:
         return
-    print(f"most probable count = true count: {right / len(scored):.1%} of {len(scored):,} "
-          f"cells (the published value taken at its word: {shown / len(scored):.1%}); "
-          f"mean probability given to the true count {given / len(scored):.3f}")
+    print(f"most probable count = true count: {right / len(modes):.1%} of {len(modes):,} "
+          f"cells (the published value taken at its word: {shown / len(modes):.1%}); "
+          f"mean probability given to the true count {given / len(modes):.3f}")
     for share in (0.01, 0.1):
         top = order[:max(1, int(len(order) * share))]
-        hits = sum(1 for c in top if found[c].mode[0] == truth[c])  # type: ignore[index]
-        least = min(float(found[c].mode[1]) for c in top)  # type: ignore[index]
+        hits = sum(1 for c in top if modes[c][0] == truth[c])
+        least = min(float(modes[c][1]) for c in top)
         print(f"  top {share:.0%} ranked ({len(top):,} cells, probability >= {least:.3f}): "
               f"{hits / len(top):.1%} right")
 
