@@ -396,9 +396,8 @@ def read_json(path: Path | str, what: str, *, limit: int = 1_000_000) -> Any:
         raise StatreconError(f"{where}: malformed JSON in the {what} ({e.msg})",
                              where=where) from None
     except (ValueError, RecursionError) as e:
-        why = "a number with more digits than Python reads" if "digits" in str(e) else \
-            _first_line(e)[:120]
-        raise StatreconError(f"{path}: the {what}: {why}", where=str(path)) from None
+        raise StatreconError(f"{path}: the {what}: {_unbuildable(e)}",
+                             where=str(path)) from None
 
 
 # ------------------------------------------------------------------------ small YAML files
@@ -426,12 +425,17 @@ def read_yaml(path: Path | str, what: str, *, limit: int = 1_000_000) -> Any:
     except yaml.YAMLError as e:
         raise _yaml_error(path, getattr(e, "problem_mark", None),
                           f"malformed YAML in the {what}") from None
-    except (ValueError, RecursionError) as e:  # a value PyYAML cannot build: an integer of
-        # thousands of digits (Python's limit), a date such as 2001-02-30, nesting too deep
-        why = "a number with more digits than Python reads" if "digits" in str(e) else \
-            _first_line(e)[:120]
-        raise StatreconError(f"{path}: a value of the {what} cannot be read: {why}",
-                             where=str(path)) from None
+    except (ValueError, RecursionError) as e:  # a value PyYAML cannot build
+        raise StatreconError(f"{path}: a value of the {what} cannot be read: "
+                             f"{_unbuildable(e)}", where=str(path)) from None
+
+
+def _unbuildable(e: Exception) -> str:
+    """Why a parser could not build a value, in a few words: an integer of thousands of
+    digits (Python's limit), a date such as 2001-02-30, nesting too deep, a key twice."""
+    if "digits" in str(e):
+        return "a number with more digits than Python reads"
+    return _first_line(e)[:120]
 
 
 def _no_duplicate_keys(path: Path, node: Any) -> None:
