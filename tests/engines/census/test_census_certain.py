@@ -11,7 +11,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from statrecon.discrete_gaussian import tail_upper
-from statrecon.engines.census.certain import cell_bounds, certain_in_block, greedy_witness
+from statrecon.engines.census.certain import (
+    LpWitnesses,
+    cell_bounds,
+    certain_in_block,
+    greedy_witness,
+)
+from statrecon.engines.solvers.cpsat import Deadline
+from statrecon.engines.solvers.propagation import propagate
 
 
 def oracle(c: np.ndarray, lo: np.ndarray, hi: np.ndarray, top: int
@@ -74,6 +81,30 @@ def test_a_greedy_witness_is_a_dataset_within_the_bounds(
         assert (y >= 0).all()
         v = c @ y
         assert (v >= lo).all() and (v <= hi).all()
+
+
+@settings(max_examples=200, deadline=None)
+@given(systems())
+def test_lp_witnesses_are_datasets_and_never_undercut_a_least_count(
+        system: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
+    c, lo, hi = system
+    top = int(max(hi.max(), 0))
+    consistent, least = oracle(c, lo, hi, top)
+    bounds = propagate(sp.csr_matrix(c), lo, hi, np.zeros(c.shape[1], dtype=np.int64),
+                       np.full(c.shape[1], top, dtype=np.int64))
+    assert bounds.feasible or not consistent  # propagation never refutes a dataset
+    if not consistent:
+        return
+    everyone = np.arange(c.shape[1])
+    lps = LpWitnesses(sp.csr_matrix(c), lo, hi, bounds.lb, bounds.ub)
+    y = lps.fewest(everyone, Deadline.after(10))
+    if y is not None:
+        v = c @ y
+        assert (y >= 0).all() and (v >= lo).all() and (v <= hi).all()
+    lowered = lps.lowered(everyone, bounds.ub, bounds.lb, Deadline.after(10))
+    for k in everyone.tolist():  # a bound lowered only by datasets: never below the least
+        assert least.get(k, 0) <= lowered[k]
+        assert bounds.lb[k] <= least.get(k, 0)  # and propagation's floor is proven
 
 
 def test_where_the_greedy_fill_gets_stuck_cp_sat_finds_the_witness() -> None:

@@ -11,10 +11,15 @@ hold together with probability at least 1 - delta.
 The proof is per block, over the block's own cells (dropping the tract cells only widens the
 set of datasets, so every claim stays sound), at the block tables' resolution: a *class* is
 a set of person types no block count cell tells apart. Classes inside a cell whose upper
-bound is below 1 are absent in every such dataset; a greedy fill (or, where it gets stuck,
-CP-SAT) finds one dataset (a witness: a class it leaves empty is not certain), then asks
-for a dataset with some remaining count below its current bound, lowering bounds with each
-one found, until INFEASIBLE proves the rest (the backbone loop of the exact census
+bound is below 1 are absent in every such dataset; bound propagation over the cells (exact
+integer implications, ``solvers/propagation``) proves a least and a greatest count for
+every class (a greatest of 0: absent too; crossing bounds: no dataset at all). A greedy
+fill (where it gets stuck, an LP vertex or CP-SAT) finds one dataset (a witness: a class it
+leaves empty is not certain), moving persons out one at a time and LP vertices that are
+whole datasets lower the witness counts, and where a count is still above its proven least,
+CP-SAT is asked for a dataset with some remaining count below its current bound, lowering
+bounds with each one found, until INFEASIBLE proves the rest (the backbone loop of the exact
+census
 certification); a time limit leaves the block unknown, and nothing of it is claimed. A block
 whose bounds no dataset meets is reported as such (this happens with probability at most
 delta).
@@ -31,9 +36,12 @@ from ortools.sat.python import cp_model
 
 from statrecon.discrete_gaussian import noise_bound
 from statrecon.engines.census.tract import OBJECTIVE_ROUND_S, CellMatrices
+from statrecon.engines.solvers import highs
 from statrecon.engines.solvers.cpsat import Deadline, found, new_solver
+from statrecon.engines.solvers.propagation import propagate
 
 BlockStatus = Literal["ok", "unknown", "inconsistent"]
+LP_ROUNDS = 5  # LP witnesses tried before CP-SAT, while each lowers some bound
 
 
 def class_matrix(mats: CellMatrices) -> sp.csr_matrix:
@@ -68,23 +76,16 @@ class CertainBlock:
     counts: np.ndarray
 
 
-def _bounded_model(sub: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray
-                   ) -> tuple[cp_model.CpModel, list[cp_model.IntVar]] | None:
-    """Integer counts of the live classes (columns of ``sub``) with lo <= sub y <= hi; None
-    when a cell holding no live class has bounds that exclude 0."""
-    cap = np.full(sub.shape[1], int(max(hi.max(initial=0), 0)), dtype=np.int64)
-    cols = sub.tocsc()
-    held = np.flatnonzero(np.diff(cols.indptr) > 0)
-    if len(held):  # no class exceeds the smallest cell holding it
-        least = np.minimum.reduceat(hi[cols.indices], cols.indptr[:-1][held])
-        cap[held] = np.maximum(0, least)
+def _bounded_model(sub: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray, lb: np.ndarray,
+                   ub: np.ndarray) -> tuple[cp_model.CpModel, list[cp_model.IntVar]]:
+    """Integer counts of the live classes (columns of ``sub``) within their propagated
+    bounds ``lb``/``ub``, with lo <= sub y <= hi (a cell holding no live class is left out:
+    propagation has checked that its bounds allow 0)."""
     model = cp_model.CpModel()
-    y = [model.new_int_var(0, int(u), "") for u in cap]
+    y = [model.new_int_var(int(a), int(b), "") for a, b in zip(lb, ub, strict=True)]
     for r in range(sub.shape[0]):
         members = sub.indices[sub.indptr[r]:sub.indptr[r + 1]]
-        if not len(members):  # the cell counts 0 here: its bounds must allow it
-            if lo[r] > 0 or hi[r] < 0:
-                return None
+        if not len(members):
             continue
         total = cp_model.LinearExpr.sum([y[j] for j in members])
         if lo[r] > 0:
@@ -105,28 +106,44 @@ def certain_in_block(c: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray,
     absent = np.asarray(c[np.flatnonzero(hi < 1)].sum(axis=0)).ravel() > 0
     live = np.flatnonzero(~absent)
     sub = c[:, live].tocsr()
-    built = _bounded_model(sub, lo, hi)
-    if built is None:
+    cap = np.full(len(live), max(int(hi.max(initial=0)), 0), dtype=np.int64)
+    bounds = propagate(sub, lo, hi, np.zeros(len(live), dtype=np.int64), cap)
+    if not bounds.feasible:  # the bounds exclude every integer dataset
         return CertainBlock("inconsistent", empty, empty)
-    model, y = built
+    held = bounds.ub > 0  # a class no dataset can hold drops out
+    live, sub = live[held], sub[:, held].tocsr()
+    lb, ub = bounds.lb[held], bounds.ub[held]
+    built: tuple[cp_model.CpModel, list[cp_model.IntVar]] | None = None
+    candidates = np.unique(sub[forced].indices)
+    lps: LpWitnesses | None = None
     witness = greedy_witness(sub, lo, hi)
-    if witness is None:  # the greedy fill got stuck: CP-SAT finds one or proves none
+    if witness is None:  # the greedy fill got stuck: an LP vertex may be one
+        lps = LpWitnesses(sub, lo, hi, lb, ub)
+        witness = lps.fewest(candidates, deadline)
+    if witness is None:  # CP-SAT finds one or proves none
+        built = _bounded_model(sub, lo, hi, lb, ub)
         solver = new_solver(left=deadline.left(), seed=seed)
-        status = solver.solve(model)
+        status = solver.solve(built[0])
         if status == cp_model.INFEASIBLE:
             return CertainBlock("inconsistent", empty, empty)
         if not found(status):
             return CertainBlock("unknown", empty, empty)
-        witness = np.array([solver.value(v) for v in y], dtype=np.int64)
-    candidates = np.unique(sub[forced].indices)
+        witness = np.array([solver.value(v) for v in built[1]], dtype=np.int64)
     bound = _moved_down(sub, lo, hi, witness, candidates)
     keep = bound > 0  # a dataset without the others was found
     candidates, bound = candidates[keep], bound[keep]
-    least, proven = _least_counts(model, y, candidates, bound, deadline, seed)
-    if not proven:  # a bound still open may yet fall: claim nothing of this block
-        return CertainBlock("unknown", empty, empty)
-    keep = least >= 1
-    return CertainBlock("ok", live[candidates[keep]], least[keep])
+    floor = lb[candidates]  # propagation's proven least counts
+    if (bound > floor).any():  # LP vertices are often datasets with fewer of the open
+        lps = lps or LpWitnesses(sub, lo, hi, lb, ub)
+        bound = lps.lowered(candidates, bound, floor, deadline)
+    if (bound > floor).any():  # some least count lies between: CP-SAT settles it
+        if built is None:
+            built = _bounded_model(sub, lo, hi, lb, ub)
+        bound, proven = _least_counts(*built, candidates, bound, floor, deadline, seed)
+        if not proven:  # a bound still open may yet fall: claim nothing of this block
+            return CertainBlock("unknown", empty, empty)
+    keep = bound >= 1
+    return CertainBlock("ok", live[candidates[keep]], bound[keep])
 
 
 def greedy_witness(sub: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray,
@@ -159,6 +176,59 @@ def greedy_witness(sub: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray,
         sums[cells] += step
     ok = (sums >= lo).all() and (sums <= hi).all() and np.array_equal(sub @ y, sums)
     return y if ok else None
+
+
+class LpWitnesses:
+    """Datasets within a block's bounds from HiGHS's LP vertices (one LP built per block,
+    dual simplex, each question a change of cost: 1-2 ms): the vertex with as few persons of
+    some classes as the LP allows, kept only when it is whole and meets every bound in
+    integer arithmetic (then it is a real dataset; the floats only propose)."""
+
+    def __init__(self, sub: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray, lb: np.ndarray,
+                 ub: np.ndarray) -> None:
+        self.sub, self.lo, self.hi, self.lb, self.ub = sub, lo, hi, lb, ub
+        self.lp = highs.ComponentLp(sub.tocsc(), lo.astype(float),
+                                    np.column_stack([lb, ub]).astype(float),
+                                    b_hi=hi.astype(float), dual=True)
+
+    def fewest(self, classes: np.ndarray, deadline: Deadline) -> np.ndarray | None:
+        left = deadline.left()
+        if left is not None and left <= 0:
+            return None
+        got = self.lp.solve({int(k): 1.0 for k in classes}, left, duals=False)
+        if got.status != "optimal":
+            return None
+        y = np.rint(got.x).astype(np.int64)
+        sums = self.sub @ y
+        whole = bool((np.abs(got.x - y) < 1e-6).all())
+        ok = whole and (y >= self.lb).all() and (y <= self.ub).all() and \
+            (sums >= self.lo).all() and (sums <= self.hi).all()
+        return y if ok else None
+
+    def lowered(self, candidates: np.ndarray, bound: np.ndarray, floor: np.ndarray,
+                deadline: Deadline) -> np.ndarray:
+        """``bound`` lowered by the datasets found: first with every open candidate pushed
+        down at once (while that lowers some bound), then each open one alone."""
+        bound = bound.copy()
+        for _ in range(LP_ROUNDS):
+            open_ = bound > floor
+            if not open_.any() or not self._lower(candidates, bound, candidates[open_],
+                                                   deadline):
+                break
+        for i in np.flatnonzero(bound > floor).tolist():
+            if bound[i] > floor[i]:
+                self._lower(candidates, bound, candidates[i:i + 1], deadline)
+        return bound
+
+    def _lower(self, candidates: np.ndarray, bound: np.ndarray, fewest: np.ndarray,
+               deadline: Deadline) -> bool:
+        y = self.fewest(fewest, deadline)
+        if y is None:
+            return False
+        lowered = np.minimum(bound, _moved_down(self.sub, self.lo, self.hi, y, candidates))
+        changed = not np.array_equal(lowered, bound)
+        bound[:] = lowered
+        return changed
 
 
 def _moved_down(sub: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray, witness: np.ndarray,
@@ -199,13 +269,15 @@ def _moved_down(sub: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray, witness: np.
 
 
 def _least_counts(model: cp_model.CpModel, y: list[cp_model.IntVar], candidates: np.ndarray,
-                  bound: np.ndarray, deadline: Deadline, seed: int) -> tuple[np.ndarray, bool]:
+                  bound: np.ndarray, floor: np.ndarray, deadline: Deadline, seed: int
+                  ) -> tuple[np.ndarray, bool]:
     """The least count of each candidate over the model's solutions, from upper bounds
-    ``bound`` (its count in a solution): ask for a solution with some open count below its
-    bound; each one found lowers bounds, INFEASIBLE proves all that remain. Returns (least
-    counts, proven); not proven when the deadline came first."""
+    ``bound`` (its count in a solution) and proven lower bounds ``floor``: ask for a
+    solution with some open count below its bound; each one found lowers bounds, INFEASIBLE
+    proves all that remain, a bound down to its floor is settled. Returns (least counts,
+    proven); not proven when the deadline came first."""
     bound = bound.copy()
-    open_ = np.flatnonzero(bound > 0)
+    open_ = np.flatnonzero(bound > floor)
     while len(open_):
         probe = model.clone()
         ys = [probe.get_int_var_from_proto_index(y[int(candidates[i])].index) for i in open_]
@@ -231,5 +303,5 @@ def _least_counts(model: cp_model.CpModel, y: list[cp_model.IntVar], candidates:
             return bound, False
         values = np.array([solver.value(v) for v in ys], dtype=np.int64)
         bound[open_] = np.minimum(bound[open_], values)
-        open_ = open_[bound[open_] > 0]
+        open_ = open_[bound[open_] > floor[open_]]
     return bound, True

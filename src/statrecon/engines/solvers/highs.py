@@ -60,16 +60,22 @@ class LpAnswer:
 
 
 class ComponentLp:
-    """min c·x subject to A x = b and the box ``bounds`` (n x 2, inf for none)."""
+    """min c·x subject to A x = b (with ``b_hi``: b <= A x <= b_hi) and the box ``bounds``
+    (n x 2, inf for none). ``dual``: HiGHS's dual simplex without presolve (12 ms against
+    80-140 ms for the primal's first solve of a 9,576-column census block, measured; the
+    primal default suits many cost changes from one basis on large components)."""
 
     def __init__(self, A: sp.csc_matrix, b: np.ndarray, bounds: np.ndarray,
-                 hot: bool | None = None) -> None:
+                 hot: bool | None = None, b_hi: np.ndarray | None = None,
+                 dual: bool = False) -> None:
         self.A, self.b, self.bounds = sp.csc_matrix(A), b, bounds
+        self.b_hi = b if b_hi is None else b_hi
         self.n = A.shape[1]
-        self.highs = build_highs(self.A, b, bounds) if (HOT_START if hot is None else hot) \
-            else None
+        self.highs = build_highs(self.A, b, bounds, dual=dual, b_hi=b_hi) \
+            if (HOT_START if hot is None else hot) else None
 
-    def solve(self, cost: Mapping[int, float], time_limit: float | None) -> LpAnswer:
+    def solve(self, cost: Mapping[int, float], time_limit: float | None,
+              duals: bool = True) -> LpAnswer:
         if self.highs is None:
             return self._linprog(cost, time_limit)
         h = self.highs
@@ -80,7 +86,7 @@ class ComponentLp:
         h.changeColsCost(len(idx), idx, np.array([cost[i] for i in idx], dtype=float))
         try:
             h.run()
-            return read(h)
+            return read(h, duals)
         finally:
             h.changeColsCost(len(idx), idx, np.zeros(len(idx)))
 
@@ -88,7 +94,7 @@ class ComponentLp:
         c = np.zeros(self.n)
         for i, v in cost.items():
             c[i] = v
-        return solve(c, self.A, self.b, self.b, self.bounds[:, 0], self.bounds[:, 1],
+        return solve(c, self.A, self.b, self.b_hi, self.bounds[:, 0], self.bounds[:, 1],
                      time_limit=time_limit)
 
 
@@ -209,13 +215,14 @@ def _linprog(c: np.ndarray, A: sp.spmatrix, row_lo: np.ndarray, row_hi: np.ndarr
     return LpAnswer(label, x, y, str(res.message))
 
 
-def build_highs(A: sp.csc_matrix, b: np.ndarray, bounds: np.ndarray, dual: bool = False
-                ) -> Any:
-    """A HiGHS object for min 0·x, A x = b within ``bounds``. Primal simplex by default:
-    when each solve changes only the cost, the last basis stays primal feasible and the
-    primal simplex goes on from it (~12x faster than HiGHS's default dual simplex on a
-    linked table of 1,922 suppressed cells, measured). ``dual``: for solves that change
-    bounds from a dual feasible basis instead (no presolve: the basis is set by hand)."""
+def build_highs(A: sp.csc_matrix, b: np.ndarray, bounds: np.ndarray, dual: bool = False,
+                b_hi: np.ndarray | None = None) -> Any:
+    """A HiGHS object for min 0·x, A x = b within ``bounds`` (with ``b_hi``: b <= A x <=
+    b_hi). Primal simplex by default: when each solve changes only the cost, the last basis
+    stays primal feasible and the primal simplex goes on from it (~12x faster than HiGHS's
+    default dual simplex on a linked table of 1,922 suppressed cells, measured). ``dual``:
+    for solves that change bounds from a dual feasible basis instead (no presolve: the
+    basis is set by hand), and for LPs solved from scratch a few times (a census block)."""
     core = highs_core()
     h = core._Highs()
     h.setOptionValue("output_flag", False)
@@ -230,7 +237,7 @@ def build_highs(A: sp.csc_matrix, b: np.ndarray, bounds: np.ndarray, dual: bool 
     lp.col_lower_ = np.where(np.isfinite(bounds[:, 0]), bounds[:, 0], -inf)
     lp.col_upper_ = np.where(np.isfinite(bounds[:, 1]), bounds[:, 1], inf)
     lp.row_lower_ = np.asarray(b, dtype=float)
-    lp.row_upper_ = np.asarray(b, dtype=float)
+    lp.row_upper_ = np.asarray(b if b_hi is None else b_hi, dtype=float)
     lp.a_matrix_.format_ = core.MatrixFormat.kColwise
     lp.a_matrix_.start_ = A.indptr.astype(np.int32)
     lp.a_matrix_.index_ = A.indices.astype(np.int32)

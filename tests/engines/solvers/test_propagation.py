@@ -1,0 +1,77 @@
+"""Bound propagation against a brute-force oracle: every integer solution keeps the bounds,
+and "no solution" is said only where none exists."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from statrecon.engines.solvers.propagation import propagate
+
+
+@st.composite
+def systems(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                      np.ndarray]:
+    n = draw(st.integers(1, 4))
+    m = draw(st.integers(0, 4))
+    a = np.array(draw(st.lists(st.lists(st.integers(-2, 2), min_size=n, max_size=n),
+                               min_size=m, max_size=m)), dtype=np.int64).reshape(m, n)
+    lo = np.array(draw(st.lists(st.integers(-4, 6), min_size=m, max_size=m)), dtype=np.int64)
+    width = np.array(draw(st.lists(st.integers(0, 4), min_size=m, max_size=m)), dtype=np.int64)
+    lb = np.array(draw(st.lists(st.integers(0, 2), min_size=n, max_size=n)), dtype=np.int64)
+    extra = np.array(draw(st.lists(st.integers(0, 2), min_size=n, max_size=n)), dtype=np.int64)
+    return a, lo, lo + width, lb, lb + extra
+
+
+def solutions(a: np.ndarray, lo: np.ndarray, hi: np.ndarray, lb: np.ndarray,
+              ub: np.ndarray) -> list[np.ndarray]:
+    out = []
+    boxes = (range(int(low), int(up) + 1) for low, up in zip(lb, ub, strict=True))
+    for y in itertools.product(*boxes):
+        v = a @ np.array(y, dtype=np.int64)
+        if (v >= lo).all() and (v <= hi).all():
+            out.append(np.array(y, dtype=np.int64))
+    return out
+
+
+@settings(max_examples=400, deadline=None)
+@given(systems())
+def test_every_integer_solution_keeps_the_propagated_bounds(
+        system: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]) -> None:
+    a, lo, hi, lb, ub = system
+    got = propagate(sp.csr_matrix(a), lo, hi, lb, ub)
+    found = solutions(a, lo, hi, lb, ub)
+    if not got.feasible:
+        assert not found
+        return
+    for y in found:
+        assert (got.lb <= y).all() and (y <= got.ub).all()
+    assert (got.lb >= lb).all() and (got.ub <= ub).all()
+
+
+def test_two_ones_under_their_total_are_pinned() -> None:
+    # cells a, b at least 1 each and a + b at most 2: both are exactly 1
+    a = sp.csr_matrix(np.array([[1, 1]]))
+    got = propagate(a, np.array([0]), np.array([2]), np.array([1, 1]), np.array([5, 5]))
+    assert got.feasible
+    assert got.lb.tolist() == [1, 1] and got.ub.tolist() == [1, 1]
+
+
+def test_negative_coefficients_bound_from_the_other_side() -> None:
+    # x - y = 3 with 0 <= y <= 1 and x <= 10: x in 3..4
+    a = sp.csr_matrix(np.array([[1, -1]]))
+    got = propagate(a, np.array([3]), np.array([3]), np.array([0, 0]), np.array([10, 1]))
+    assert got.lb.tolist() == [3, 0] and got.ub.tolist() == [4, 1]
+
+
+def test_crossing_bounds_prove_there_is_no_solution() -> None:
+    a = sp.csr_matrix(np.array([[1, 1], [1, 0]]))
+    got = propagate(a, np.array([5, 0]), np.array([5, 1]), np.array([0, 0]),
+                    np.array([9, 3]))
+    assert not got.feasible
+    assert not solutions(a.toarray(), np.array([5, 0]), np.array([5, 1]), np.zeros(2),
+                         np.array([9, 3]))
