@@ -105,3 +105,12 @@ def test_swapping_claims_what_the_swapped_file_holds_not_the_truth() -> None:
     claims = certain_protected(release, time_limit=TIME_LIMIT)
     assert claimed_beyond(claims, _source(release), release.cells) == 0
     assert claimed_beyond(claims, persons(), release.cells) > 0
+
+
+def test_tracts_on_two_workers_prove_what_one_process_proves() -> None:
+    release = protect_census(persons(), CensusProtectOptions("ckm-abs", seed=7))
+    alone = certain_protected(release, time_limit=10.0)
+    pooled = certain_protected(release, time_limit=10.0, workers=2)
+    assert alone.statuses == pooled.statuses == {"ok": len(release.block.geoids)}
+    assert alone.persons > 0  # something to compare
+    assert pooled.claims.equals(alone.claims)

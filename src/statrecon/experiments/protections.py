@@ -266,7 +266,8 @@ def run_protected(truth_path: Path, persons: pd.DataFrame,
     used = utility(truth, (protected.block.published, protected.tract.published),
                    protected.cells)
     t0 = time.perf_counter()
-    claims = certain_protected(protected, options.certain_time_limit, options.seed)
+    claims = certain_protected(protected, options.certain_time_limit, options.seed,
+                               workers=options.workers)
     certain_s = time.perf_counter() - t0
     result = _reconstructed(truth_path, as_release(protected, folder), folder, options)
     row = {**_risk(result), "certain": claims.persons,

@@ -16,38 +16,30 @@ persons, ``ProtectedCensus.of_truth`` False: there the claims are facts of the s
 from __future__ import annotations
 
 import time
+from contextlib import closing
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import scipy.sparse as sp
 
+from statrecon.census.geography import tract_of
 from statrecon.census.persons.cells import (
     RACES,
     SEXES,
     Sf1Cell,
-    definitions_digest,
     grid_index,
 )
 from statrecon.census.persons.microdata import BLOCK_COLUMN
-from statrecon.engines.census import CellMatrices, certain_in_block, class_matrix
+from statrecon.runs.census_certain import block_classes, certain_rows
 from statrecon.runs.census_protect import ProtectedCensus
+from statrecon.runs.parallel import run_units
 
 DEFAULT_TIME_LIMIT = 10.0  # seconds per block (None: no limit)
 
-
-_CLASSES: dict[str, tuple[CellMatrices, sp.csr_matrix]] = {}
-
-
-def _classes(cells: tuple[Sf1Cell, ...]) -> tuple[CellMatrices, sp.csr_matrix]:
-    """The cells' matrices and class matrix, built once per process and definitions (0.4 s
-    for SF1's person cells)."""
-    key = definitions_digest(cells)
-    if key not in _CLASSES:
-        mats = CellMatrices.build(cells)
-        _CLASSES[key] = (mats, class_matrix(mats))
-    return _CLASSES[key]
+# a tract's blocks and the bounds of their count cells (blocks x count cells)
+Unit = tuple[str, tuple[str, ...], np.ndarray, np.ndarray]
+Shared = tuple[tuple[Sf1Cell, ...], float | None, int]
 
 
 @dataclass
@@ -64,28 +56,46 @@ class BoundedClaims:
         return int(sum(self.claims["persons"].to_pylist()))
 
 
-def certain_protected(release: ProtectedCensus, time_limit: float | None = DEFAULT_TIME_LIMIT,
-                      seed: int = 0) -> BoundedClaims:
-    """Prove, block by block, the persons every dataset within the release's bounds holds
-    (module docstring); ``time_limit`` holds per block."""
-    t0 = time.perf_counter()
-    mats, c = _classes(release.cells)
-    counts = np.flatnonzero(mats.is_count)
-    rows: dict[str, list[object]] = {"block": [], "class": [], "persons": []}
-    statuses: dict[str, int] = {}
+def _certain_tract(shared: Shared, unit: Unit) -> tuple[pa.Table, dict[str, int]]:
+    """One unit of work (runs in a worker): the tract's blocks through ``certain_rows``."""
+    cells, time_limit, seed = shared
+    _, blocks, lo, hi = unit
+    return certain_rows(cells, blocks, lo, hi, time_limit, seed)
+
+
+def _units(release: ProtectedCensus, counts: np.ndarray) -> list[Unit]:
+    """The release's blocks by tract, largest tract first."""
     block = release.block
+    by_tract: dict[str, list[int]] = {}
     for b, geoid in enumerate(block.geoids):
-        got = certain_in_block(c, block.lo[b, counts], block.hi[b, counts],
-                               time_limit=time_limit, seed=seed)
-        statuses[got.status] = statuses.get(got.status, 0) + 1
-        for k, n in zip(got.classes.tolist(), got.counts.tolist(), strict=True):
-            rows["block"].append(geoid)
-            rows["class"].append(k)
-            rows["persons"].append(n)
-    table = pa.table({"block": pa.array(rows["block"], pa.string()),
-                      "class": pa.array(rows["class"], pa.int32()),
-                      "persons": pa.array(rows["persons"], pa.int32())})
-    return BoundedClaims(table, statuses, round(time.perf_counter() - t0, 3))
+        by_tract.setdefault(tract_of(geoid), []).append(b)
+    units: list[Unit] = []
+    for tract, rows in by_tract.items():
+        at = np.ix_(np.array(rows, dtype=np.int64), counts)
+        units.append((tract, tuple(block.geoids[b] for b in rows), block.lo[at], block.hi[at]))
+    return sorted(units, key=lambda u: -len(u[1]))
+
+
+def certain_protected(release: ProtectedCensus, time_limit: float | None = DEFAULT_TIME_LIMIT,
+                      seed: int = 0, workers: int = 1) -> BoundedClaims:
+    """Prove, block by block, the persons every dataset within the release's bounds holds
+    (module docstring); ``time_limit`` holds per block; tracts run on ``workers``
+    processes."""
+    t0 = time.perf_counter()
+    mats, _ = block_classes(release.cells)
+    units = _units(release, np.flatnonzero(mats.is_count))
+    tables: list[pa.Table] = []
+    statuses: dict[str, int] = {}
+    with closing(run_units(_certain_tract, (release.cells, time_limit, seed), units,
+                           workers=max(1, min(workers, len(units))))) as results:
+        for _, (table, counted) in results:
+            tables.append(table)
+            for status, n in counted.items():
+                statuses[status] = statuses.get(status, 0) + n
+    claims = pa.concat_tables(tables) if tables else certain_rows(
+        release.cells, (), np.zeros((0, 0)), np.zeros((0, 0)), time_limit)[0]
+    claims = claims.sort_by([("block", "ascending"), ("class", "ascending")])
+    return BoundedClaims(claims, statuses, round(time.perf_counter() - t0, 3))
 
 
 def claimed_beyond(claims: BoundedClaims, persons: pd.DataFrame,
@@ -93,7 +103,7 @@ def claimed_beyond(claims: BoundedClaims, persons: pd.DataFrame,
     """The claimed persons that ``persons`` (a checked persons frame) lacks: per claim, how
     far its least count exceeds the persons of its class in its block, summed (0: every
     claim holds for these persons)."""
-    mats, _ = _classes(cells)
+    mats, _ = block_classes(cells)
     grid = person_grid(persons)
     truth = pd.DataFrame({"block": persons[BLOCK_COLUMN].astype(str).to_numpy(),
                           "class": mats.block_class[grid]}).value_counts()

@@ -45,8 +45,9 @@ Shared = tuple[tuple[Sf1Cell, ...], np.ndarray, float | None]
 _CLASSES: dict[str, tuple[CellMatrices, sp.csr_matrix]] = {}
 
 
-def _classes(cells: tuple[Sf1Cell, ...]) -> tuple[CellMatrices, sp.csr_matrix]:
-    """The cells' matrices and class matrix, built once per worker and definitions."""
+def block_classes(cells: tuple[Sf1Cell, ...]) -> tuple[CellMatrices, sp.csr_matrix]:
+    """The cells' matrices and class matrix, built once per process and definitions (0.4 s
+    for SF1's person cells)."""
     key = definitions_digest(cells)
     if key not in _CLASSES:
         mats = CellMatrices.build(cells)
@@ -54,19 +55,17 @@ def _classes(cells: tuple[Sf1Cell, ...]) -> tuple[CellMatrices, sp.csr_matrix]:
     return _CLASSES[key]
 
 
-def certify_tract(shared: Shared, tables: TractTables
-                  ) -> tuple[pa.Table, dict[str, int], float]:
-    """One unit of work (runs in a worker): every block of the tract, its certain persons
-    as rows (block, class, persons), the count of each block status, and its seconds."""
-    cells, t_block, time_limit = shared
-    t0 = time.perf_counter()
-    mats, c = _classes(cells)
-    counts = np.flatnonzero(mats.is_count)
+def certain_rows(cells: tuple[Sf1Cell, ...], blocks: tuple[str, ...], lo: np.ndarray,
+                 hi: np.ndarray, time_limit: float | None, seed: int = 0
+                 ) -> tuple[pa.Table, dict[str, int]]:
+    """Every block through ``certain_in_block`` with its count cells' bounds (rows of
+    ``lo``/``hi``): its certain persons as rows (block, class, persons), and the count of
+    each block status. The one loop of both certain runs (noisy and protected releases)."""
+    _, c = block_classes(cells)
     statuses: dict[str, int] = {}
     rows: dict[str, list[Any]] = {"block": [], "class": [], "persons": []}
-    for b, block in enumerate(tables.blocks):
-        m = tables.block_values[b, counts]
-        got = certain_in_block(c, m - t_block, m + t_block, time_limit=time_limit)
+    for b, block in enumerate(blocks):
+        got = certain_in_block(c, lo[b], hi[b], time_limit=time_limit, seed=seed)
         statuses[got.status] = statuses.get(got.status, 0) + 1
         for k, n in zip(got.classes.tolist(), got.counts.tolist(), strict=True):
             rows["block"].append(block)
@@ -75,6 +74,19 @@ def certify_tract(shared: Shared, tables: TractTables
     table = pa.table({"block": pa.array(rows["block"], pa.string()),
                       "class": pa.array(rows["class"], pa.int32()),
                       "persons": pa.array(rows["persons"], pa.int32())})
+    return table, statuses
+
+
+def certify_tract(shared: Shared, tables: TractTables
+                  ) -> tuple[pa.Table, dict[str, int], float]:
+    """One unit of work (runs in a worker): every block of the tract, its certain persons
+    as rows (block, class, persons), the count of each block status, and its seconds."""
+    cells, t_block, time_limit = shared
+    t0 = time.perf_counter()
+    mats, _ = block_classes(cells)
+    m = tables.block_values[:, np.flatnonzero(mats.is_count)]
+    table, statuses = certain_rows(cells, tuple(tables.blocks), m - t_block, m + t_block,
+                                   time_limit)
     return table, statuses, round(time.perf_counter() - t0, 3)
 
 
@@ -166,7 +178,7 @@ def claim_ceilings(release: CensusRelease, delta: float, blocks: list[str],
     noise = _check_request(release, delta)
     bounds = _bounds(release, noise, delta, None)
     assert bounds is not None  # no time limit
-    mats, c = _classes(release.cells)
+    mats, c = block_classes(release.cells)
     counts = np.flatnonzero(mats.is_count)
     cols = c.tocsc()
     row = {b: i for i, b in enumerate(release.blocks)}
