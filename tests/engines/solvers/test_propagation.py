@@ -75,3 +75,11 @@ def test_crossing_bounds_prove_there_is_no_solution() -> None:
     assert not got.feasible
     assert not solutions(a.toarray(), np.array([5, 0]), np.array([5, 1]), np.zeros(2),
                          np.array([9, 3]))
+
+
+def test_an_entry_given_twice_counts_once_with_its_sum() -> None:
+    # 2 x <= 3 written as x + x: x <= 1, not x <= 3
+    a = sp.csr_matrix((np.array([1, 1]), np.array([0, 0]), np.array([0, 2])), shape=(1, 1))
+    assert not a.has_canonical_format
+    got = propagate(a, np.array([0]), np.array([3]), np.array([0]), np.array([9]))
+    assert got.ub.tolist() == [1]

@@ -245,7 +245,8 @@ def _moved_down(sub: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray, witness: np.
     ct = sub.T.tocsr()
     sums = sub @ y
     bound = y[candidates].copy()
-    for i, k in enumerate(candidates.tolist()):
+    for i in np.flatnonzero(bound > 0).tolist():  # a bound of 0 cannot fall
+        k = int(candidates[i])
         mine = np.zeros(sub.shape[0], dtype=bool)
         mine[cols.indices[cols.indptr[k]:cols.indptr[k + 1]]] = True
         while y[k] > 0:

@@ -41,23 +41,27 @@ def propagate(a: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray, lb: np.ndarray,
     hi = np.asarray(hi, dtype=np.int64)
     if (lb > ub).any():
         return Propagated(False, lb, ub)
-    coo = a.tocoo()
-    rows, cols = coo.row.astype(np.int64), coo.col.astype(np.int64)
-    coef = coo.data.astype(np.int64)
-    keep = coef != 0
-    rows, cols, coef = rows[keep], cols[keep], coef[keep]
-    order = np.argsort(cols, kind="stable")
-    rows, cols, coef = rows[order], cols[order], coef[order]
-    held, starts = np.unique(cols, return_index=True)
+    csc = sp.csc_matrix(a, dtype=np.int64)
+    csc.sum_duplicates()  # one entry per (row, variable): the rooms below rely on it
+    csc.eliminate_zeros()
+    n_rows, n_cols = csc.shape
+    indptr, rows, coef = csc.indptr, csc.indices, csc.data
+    cols = np.repeat(np.arange(n_cols), np.diff(indptr))  # entries in column order
+    held = np.flatnonzero(np.diff(indptr) > 0)
+    starts = indptr[:-1][held]
     pos = coef > 0
-    by_row = _RowSums(rows, a.shape[0])
     if not len(held):  # no entries: only the rows' own bounds on 0 to check
         return Propagated(bool((lo <= 0).all() and (hi >= 0).all()), lb, ub)
+
+    def row_sums(values: np.ndarray) -> np.ndarray:  # exact: an int64 sparse product
+        return sp.csc_matrix((values, rows, indptr), shape=(n_rows, n_cols)) @ np.ones(
+            n_cols, dtype=np.int64)
+
     for _ in range(max_rounds):
         least = np.where(pos, coef * lb[cols], coef * ub[cols])  # each entry's least part
         most = np.where(pos, coef * ub[cols], coef * lb[cols])
-        act_lo = by_row.sums(least)
-        act_hi = by_row.sums(most)
+        act_lo = row_sums(least)
+        act_hi = row_sums(most)
         if (act_lo > hi).any() or (act_hi < lo).any():
             return Propagated(False, lb, ub)
         # the entry's room: what the row leaves it once the rest takes its least (most)
@@ -75,22 +79,6 @@ def propagate(a: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray, lb: np.ndarray,
             break
         lb, ub = new_lb, new_ub
     return Propagated(True, lb, ub)
-
-
-class _RowSums:
-    """Per row, the exact int64 sum of its entries' values (``bincount`` would go through
-    float64, ``add.at`` is slow): the entries sorted by row once, then ``add.reduceat``."""
-
-    def __init__(self, rows: np.ndarray, n_rows: int) -> None:
-        self.order = np.argsort(rows, kind="stable")
-        self.held, self.starts = np.unique(rows[self.order], return_index=True)
-        self.n_rows = n_rows
-
-    def sums(self, values: np.ndarray) -> np.ndarray:
-        out = np.zeros(self.n_rows, dtype=np.int64)
-        if len(self.held):
-            out[self.held] = np.add.reduceat(values[self.order], self.starts)
-        return out
 
 
 def _floor_div(x: np.ndarray, d: np.ndarray) -> np.ndarray:
