@@ -75,6 +75,8 @@ bench: $(STAMP)
 	# issue 28's scale run: 97,236 linked cells from 1,000,000 synthetic firms; tau-Argus MOD
 	# beside it (about an hour a table): make bench SCALE_TAU=1
 	$(BIN)/python benchmarks/bench_protect_scale.py $(if $(SCALE_TAU),--tau-argus)
+	# issue 30: every protection on the 28 tracts (target 30 min; exit 1 on a false proof)
+	$(BIN)/python benchmarks/bench_protections.py --workers 2
 	# issue 30: CKM audit of 102,786 linked cells from their publication and ptable alone,
 	# within a time limit (what is left unknown is said, never called proven)
 	$(BIN)/python benchmarks/bench_ckm_audit.py

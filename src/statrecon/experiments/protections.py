@@ -13,9 +13,10 @@ step), and measured twice against the truth:
 - **risk**: the reconstruction's agreement with the true persons (exact age, age groups),
   its precision on block uniques and non-modal uniques and on its top 1 % and 10 % scored
   persons, beside the baselines (``census_match.compare``, as the DP experiment scores); the
-  persons proven certain (``runs/census_bounded``: every dataset within the release's hard
-  bounds holds them; DP: within the noise at delta) and how many the truth lacks (0 but for
-  swapping, whose tables are those of the swapped persons).
+  persons proven certain at the tables' resolution (``runs/census_bounded``: every dataset
+  within the release's hard bounds holds them; DP: within the noise at delta; rho = inf:
+  within the exact tables) and how many the truth lacks (0 but for swapping, whose tables
+  are those of the swapped persons).
 
 The reconstruction: swapping publishes exact tables (of the swapped persons) and gets the
 exact model, certified; CKM and rounding publish every cell within a few counts of the truth
@@ -308,11 +309,14 @@ def _risk(result: dict[str, Any] | None) -> dict[str, Any]:
             "tracts_cpu_s": row["tracts_cpu_s"]}
 
 
-def run_dp(truth_path: Path, truth: tuple[BoundedCells, BoundedCells],
+def run_dp(truth_path: Path, persons: pd.DataFrame, truth: tuple[BoundedCells, BoundedCells],
            cells: tuple[Any, ...], setting: Setting, out: Path, options: ProtectionsOptions
            ) -> dict[str, Any]:
     """DP at one rho: the DP experiment's own step (``dp_census.run_rho``), its release's
-    utility."""
+    utility. At rho = inf (the exact tables) the persons proven are those of every other
+    setting's proof, at the tables' resolution (``certain_protected`` over exact bounds),
+    not the DP experiment's full-record certification, so the column compares like with
+    like."""
     assert setting.rho is not None
     dp = dp_census.DpCensusOptions(rhos=(setting.rho,), seed=options.seed, rank=options.rank,
                                    delta=options.delta, workers=options.workers,
@@ -323,15 +327,24 @@ def run_dp(truth_path: Path, truth: tuple[BoundedCells, BoundedCells],
     release = read_release(out / setting.key / "release.parquet")
     used = utility(truth, _aligned(release, truth, cells), cells, withholds=False)
     noisy = release.noise is not None and release.noise.noisy
+    proven = {"certain": row["certain_within_noise"],
+              "certain_false": row["certain_within_noise_not_in_truth"],
+              "certain_s": row["certain_s"]}
+    if not noisy:
+        t0 = time.perf_counter()
+        exact = protect_census(persons, CensusProtectOptions("suppress", threshold=0))
+        claims = certain_protected(exact, options.certain_time_limit, options.seed,
+                                   workers=options.workers)
+        proven = {"certain": claims.persons,
+                  "certain_false": claimed_beyond(claims, persons, exact.cells),
+                  "certain_blocks": claims.statuses,
+                  "certain_s": round(time.perf_counter() - t0, 2)}
     return {"method": "dp", "parameter": setting.parameter, "key": setting.key,
             "statement": (f"discrete Gaussian noise, rho = {row['rho']} (zCDP); claims "
                           f"within the noise at delta = {options.delta:g}") if noisy else
             "the exact tables (rho = inf)", "of_truth": True, **used,
             **{k: row[k] for k in RISK_KEYS}, "reconstruct_s": row["reconstruct_s"],
-            "tracts_cpu_s": row["tracts_cpu_s"],
-            "certain": row["certain_within_noise"],
-            "certain_false": row["certain_within_noise_not_in_truth"],
-            "certain_s": row["certain_s"],
+            "tracts_cpu_s": row["tracts_cpu_s"], **proven,
             "reconstruction": "top-down estimate, noise-weighted" if noisy else
             "exact model"}
 
@@ -367,7 +380,7 @@ def run_experiment(truth_path: Path, out: Path, options: ProtectionsOptions,
                 truth = true_tables(persons, cells)
             note(f"{setting.method}, {setting.parameter}")
             t0 = time.perf_counter()
-            row = run_dp(truth_path, truth, cells, setting, out, options) \
+            row = run_dp(truth_path, persons, truth, cells, setting, out, options) \
                 if setting.method == "dp" else \
                 run_protected(truth_path, persons, truth, setting, out, options)
             row["seconds"] = round(time.perf_counter() - t0, 2)
@@ -391,8 +404,9 @@ LEGEND = ("Utility: mean absolute error of every published count cell (block and
           "withheld cell read as 0), share published exactly, mean absolute error of the "
           "block cells of P8 (race) and P12 (sex by age group). Risk: true persons matched "
           "in their block (exact age, age groups), precision on non-modal uniques and on "
-          "the top 10 % scored persons; persons proven certain (every dataset within the "
-          "release's bounds holds them; DP: within the noise at delta) and, in brackets, "
+          "the top 10 % scored persons; persons proven certain at the tables' resolution "
+          "(classes of persons no block cell tells apart: every dataset within the release's "
+          "bounds holds them; DP: within the noise at delta) and, in brackets, "
           "how many the truth lacks (swapping: the tables are the swapped persons'). A dash: "
           "not available (suppression: the reconstruction cannot weigh withheld cells).")
 
