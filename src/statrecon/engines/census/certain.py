@@ -19,10 +19,10 @@ leaves empty is not certain), moving persons out one at a time and LP vertices t
 whole datasets lower the witness counts, and where a count is still above its proven least,
 CP-SAT is asked for a dataset with some remaining count below its current bound, lowering
 bounds with each one found, until INFEASIBLE proves the rest (the backbone loop of the exact
-census
-certification); a time limit leaves the block unknown, and nothing of it is claimed. A block
-whose bounds no dataset meets is reported as such (this happens with probability at most
-delta).
+census certification); a time limit leaves the block unknown, and nothing of it is claimed.
+A block whose bounds no dataset meets is reported as such (this happens with probability at
+most delta). Where no question is left for CP-SAT, each claimed count is proven twice over:
+no dataset has fewer (propagation) and one has exactly that many (the witness).
 """
 
 from __future__ import annotations
