@@ -38,6 +38,17 @@ def run(*args: str | Path) -> tuple[dict[str, object], float]:
     return (json.loads(proc.stdout) if proc.stdout.strip() else {}), elapsed
 
 
+def plain_reconstruction(persons: Path, folder: Path, workers: str) -> float:
+    """The baseline the census benchmarks set their runs against: the exact SF1 tables of
+    ``persons`` tabulated into ``folder``, then reconstructed without certification or
+    scores; its wall seconds."""
+    run("census", "tabulate", "--persons", persons, "--out", folder / "exact.parquet",
+        "--json")
+    _, seconds = run("census", "reconstruct", folder / "exact.parquet", "--out",
+                     folder / "plain.parquet", "--workers", workers, "--no-certify", "--json")
+    return seconds
+
+
 def add_census_arguments(ap: argparse.ArgumentParser) -> None:
     """``--workers`` and ``--persons``, as every census benchmark takes them."""
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)

@@ -17,7 +17,12 @@ import tempfile
 from pathlib import Path
 
 # the same CLI runner (one subprocess per stage) and arguments
-from bench_census import add_census_arguments, parse_census_arguments, run
+from bench_census import (
+    add_census_arguments,
+    parse_census_arguments,
+    plain_reconstruction,
+    run,
+)
 
 TARGET_S = 600.0
 
@@ -32,10 +37,7 @@ def main() -> None:
     workers = str(args.workers)
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
-        run("census", "tabulate", "--persons", args.persons, "--out", d / "exact.parquet",
-            "--json")
-        _, t_plain = run("census", "reconstruct", d / "exact.parquet", "--out",
-                         d / "plain.parquet", "--workers", workers, "--no-certify", "--json")
+        t_plain = plain_reconstruction(args.persons, d, workers)
         _, t_tab = run("census", "tabulate", "--persons", args.persons, "--out",
                        d / "noisy.parquet", "--dp-rho", args.rho, "--seed", str(args.seed),
                        "--json")

@@ -20,7 +20,12 @@ import time
 from pathlib import Path
 
 from _machine import describe
-from bench_census import add_census_arguments, parse_census_arguments, run
+from bench_census import (
+    add_census_arguments,
+    parse_census_arguments,
+    plain_reconstruction,
+    run,
+)
 
 TARGET_S = 1800.0
 
@@ -37,10 +42,7 @@ def main() -> None:
     print(describe())
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
-        run("census", "tabulate", "--persons", args.persons, "--out", d / "exact.parquet",
-            "--json")
-        _, t_plain = run("census", "reconstruct", d / "exact.parquet", "--out",
-                         d / "plain.parquet", "--workers", workers, "--no-certify", "--json")
+        t_plain = plain_reconstruction(args.persons, d, workers)
         out = args.keep or d / "protections"
         t0 = time.perf_counter()
         run("experiment", "protections", "--truth", args.persons, "--out", out,
