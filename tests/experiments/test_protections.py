@@ -14,6 +14,7 @@ from conftest import SLICE, assert_user_error, json_of, statrecon
 
 from statrecon.census.persons.swap import read_persons
 from statrecon.experiments.protections import utility
+from statrecon.runs.census_bounded import certain_protected, claimed_beyond
 from statrecon.runs.census_protect import (
     CensusProtectOptions,
     count_cells,
@@ -87,6 +88,20 @@ def test_nothing_proven_is_false_but_under_swapping(
         "ckm", "round", "suppress"))
     assert 0.5 <= swap["moved"] <= 1  # the rate's pairs, and more: every person at risk
     assert all(r["moved"] is None for r in rows if r["method"] not in ("swap", "dp"))
+
+
+def test_the_exact_tables_are_proven_as_every_protection_is(
+        truth: Path, experiment: tuple[Path, list[dict[str, object]]]) -> None:
+    # rho = inf counts the persons of the same class-level proof as the other rows (not the
+    # exact model's full-record certification), over every block
+    _, rows = experiment
+    exact = next(r for r in rows if r["key"] == "dp/rho_inf")
+    persons = read_persons(truth).persons
+    release = protect_census(persons, CensusProtectOptions("suppress", threshold=0))
+    proof = certain_protected(release, time_limit=None)
+    assert exact["certain_blocks"] == proof.statuses == {"ok": len(BLOCKS)}
+    assert exact["certain"] == proof.persons > 0
+    assert exact["certain_false"] == claimed_beyond(proof, persons, release.cells) == 0
 
 
 def test_rounding_utility_is_what_it_claims(truth: Path,
