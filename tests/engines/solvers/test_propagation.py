@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+import pytest
 import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -83,3 +84,9 @@ def test_an_entry_given_twice_counts_once_with_its_sum() -> None:
     assert not a.has_canonical_format
     got = propagate(a, np.array([0]), np.array([3]), np.array([0]), np.array([9]))
     assert got.ub.tolist() == [1]
+
+
+def test_a_fractional_coefficient_is_refused_not_cut() -> None:
+    a = sp.csr_matrix(np.array([[0.5, 1.0]]))
+    with pytest.raises(ValueError, match="integer coefficients"):
+        propagate(a, np.array([0]), np.array([1]), np.array([0, 0]), np.array([3, 3]))

@@ -41,7 +41,10 @@ def propagate(a: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray, lb: np.ndarray,
     hi = np.asarray(hi, dtype=np.int64)
     if (lb > ub).any():
         return Propagated(False, lb, ub)
-    csc = sp.csc_matrix(a, dtype=np.int64)
+    given = sp.csc_matrix(a)
+    csc = sp.csc_matrix(given, dtype=np.int64)
+    if not np.array_equal(csc.data, given.data):  # a fraction would be cut silently
+        raise ValueError("propagate takes integer coefficients only")
     csc.sum_duplicates()  # one entry per (row, variable): the rooms below rely on it
     csc.eliminate_zeros()
     n_rows, n_cols = csc.shape
