@@ -28,6 +28,7 @@ from statrecon.engines.intervals import (
 )
 from statrecon.errors import StatreconError
 from statrecon.tables import TableSet
+from statrecon.tables.windows import windows
 
 Number = int | Fraction
 Bounds = tuple[tuple[Number, Number | None], ...]
@@ -80,5 +81,8 @@ def audit_known_cells(tables: TableSet, bounds: Sequence[tuple[Number, Number | 
     problem = replace(base, hidden=(True,) * base.n_cells,
                       lower=tuple(Fraction(lo) for lo, _ in bounds),
                       upper=tuple(None if hi is None else Fraction(hi) for _, hi in bounds))
-    result = audit(problem, options=options or AuditOptions())
+    given = options or AuditOptions()
+    if not given.windows:  # where the moves look first (tables/windows.py)
+        given = replace(given, windows=windows(tables))
+    result = audit(problem, options=given)
     return KnownCellsAudit(result, tuple(bounds), knowledge)

@@ -4,6 +4,7 @@ and "no solution" is said only where none exists."""
 from __future__ import annotations
 
 import itertools
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -11,7 +12,8 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from statrecon.engines.solvers.propagation import propagate
+from statrecon.engines.intervals.exact import implied_bound
+from statrecon.engines.solvers.propagation import multipliers, propagate
 
 
 @st.composite
@@ -90,3 +92,51 @@ def test_a_fractional_coefficient_is_refused_not_cut() -> None:
     a = sp.csr_matrix(np.array([[0.5, 1.0]]))
     with pytest.raises(ValueError, match="integer coefficients"):
         propagate(a, np.array([0]), np.array([1]), np.array([0, 0]), np.array([3, 3]))
+
+
+@settings(max_examples=400, deadline=None)
+@given(systems(), st.booleans())
+def test_the_multipliers_imply_the_propagated_bound(
+        system: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+        equalities: bool) -> None:
+    """Where propagation tightens a bound, its multipliers (when it gives them: unit
+    coefficients, equations) imply by weak duality a bound at least as tight, which every
+    real point of the system keeps, so every integer solution too (brute force)."""
+    a, lo, hi, lb, ub = system
+    if equalities:
+        hi = lo
+    got = propagate(sp.csr_matrix(a), lo, hi, lb, ub, explain=True)
+    if not got.feasible:
+        return
+    found = solutions(a, lo, hi, lb, ub)
+    rows = [tuple((int(j), int(v)) for j, v in enumerate(row) if v) for row in a]
+    box_lo = [Fraction(int(v)) for v in lb]
+    box_hi = [Fraction(int(v)) for v in ub]
+    for var in range(a.shape[1]):
+        for side, tight, own in (("lower", got.lb, lb), ("upper", got.ub, ub)):
+            if tight[var] == own[var]:
+                continue
+            mult = multipliers(got, sp.csr_matrix(a), lo, hi, var, side)  # type: ignore[arg-type]
+            if mult is None:  # refused: a step divides by 2, or a row is not an equation
+                assert not equalities or np.abs(a).max() > 1
+                continue
+            implied = implied_bound(rows, [Fraction(int(v)) for v in lo], box_lo, box_hi,
+                                    {var: 1}, {k: Fraction(y) for k, y in mult.items()},
+                                    side)  # type: ignore[arg-type]
+            assert implied is not None
+            if side == "lower":
+                assert implied >= tight[var]
+                assert all(y[var] >= implied for y in found)
+            else:
+                assert implied <= tight[var]
+                assert all(y[var] <= implied for y in found)
+
+
+def test_multipliers_are_refused_for_a_coefficient_of_two() -> None:
+    # 2 y0 = 4 with y0 in [0, 5]: y0 = 2 for integers and reals alike, but the step divides
+    # by 2, which the certificates here do not carry
+    a = sp.csr_matrix(np.array([[2]]))
+    got = propagate(a, np.array([4]), np.array([4]), np.array([0]), np.array([5]),
+                    explain=True)
+    assert (got.lb[0], got.ub[0]) == (2, 2)
+    assert multipliers(got, a, np.array([4]), np.array([4]), 0, "upper") is None

@@ -31,8 +31,9 @@ from statrecon.engines.intervals.results import (
     Interval,
     verdict,
 )
+from statrecon.engines.intervals.settle import settle
 from statrecon.engines.solvers.cpsat import Deadline
-from statrecon.errors import StatreconError, check_count, check_time_limit
+from statrecon.errors import StatreconError, check_count, check_option, check_time_limit
 
 DEFAULT_TIME_LIMIT = 10.0  # seconds per cell, all its solves together
 
@@ -56,10 +57,13 @@ class AuditOptions:
     on_progress: Callable[[int, int], None] | None = None
     deadline: Deadline | None = None
     whole: bool = True  # False: a side its neighbourhood leaves open stays unknown
+    windows: tuple[tuple[int, ...], ...] = ()  # cells loosely tied (:mod:`.settle`)
 
     def __post_init__(self) -> None:
         check_time_limit(self)
         check_count(self, "workers")
+        check_option(self, "windows", all(c >= 0 for w in self.windows for c in w),
+                     "cell indices (at least 0)")
 
 
 def audit(problem: IntervalProblem | Prepared, cells: Sequence[int] | None = None,
@@ -74,9 +78,10 @@ def audit(problem: IntervalProblem | Prepared, cells: Sequence[int] | None = Non
         _check_cell(prep.problem, j)
     large = any(len(c.cells) >= local.LOCAL_FROM for c in prep.components)
     first = replace(options, whole=False) if large and options.whole else options
-    out: dict[int, CellAudit] = {}
+    out = _settled(prep, todo, options) if large else {}
     for done, j in enumerate(todo, start=1):
-        out[j] = audit_cell(prep, j, first)
+        if j not in out:
+            out[j] = audit_cell(prep, j, first)
         if options.on_progress is not None:
             options.on_progress(done, len(todo))
     if first is not options:  # then the sides no neighbourhood decided, over the whole,
@@ -91,6 +96,23 @@ def audit(problem: IntervalProblem | Prepared, cells: Sequence[int] | None = Non
             if options.on_progress is not None:
                 options.on_progress(done, len(todo) + len(again))
     return AuditResult(tuple(out[j] for j in todo), time.perf_counter() - start)
+
+
+def _settled(prep: Prepared, todo: Sequence[int], options: AuditOptions
+             ) -> dict[int, CellAudit]:
+    """The cells of large components that :mod:`.settle` decides, within the time their
+    limits add up to (and the shared deadline)."""
+    n = prep.problem.n_cells
+    if any(c >= n for w in options.windows for c in w):
+        raise StatreconError(f"a window names a cell beyond the problem's {n} cells")
+    large = [j for j in todo
+             if len(prep.components[prep.component_of[j]].cells) >= local.LOCAL_FROM]
+    limit = None if options.time_limit is None else options.time_limit * len(large)
+    start = time.perf_counter()
+    found = settle(prep, large, _earlier(Deadline.after(limit), options.deadline),
+                   options.windows, options.on_progress)
+    share = (time.perf_counter() - start) / max(1, len(large))
+    return {j: replace(a, elapsed_s=share) for j, a in found.items()}
 
 
 def _decided(a: CellAudit, integer: bool) -> bool:

@@ -8,33 +8,46 @@ solution, so the bounds are proofs, however few rounds run; a variable whose bou
 proves that no integer solution exists. This is what CP-SAT's presolve does first, here
 vectorised over a sparse matrix, so a caller can settle what it proves without building a
 model (the census certain proof closes most blocks that way).
+
+With ``explain``, each tightening keeps the row that made it, so a bound can be turned into
+LP multipliers (:func:`multipliers`): the rows of its derivation, each weighed so that their
+combination implies the bound by weak duality (every step of a row with unit coefficients is
+exact, so the bound then holds for every real solution too). A reader checks it with the
+multipliers alone, as any dual certificate (``engines/intervals/check``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 import scipy.sparse as sp
 
 MAX_ROUNDS = 100
+Side = Literal["lower", "upper"]
 
 
 @dataclass(frozen=True)
 class Propagated:
     """The tightened bounds (``lb <= y <= ub`` in every integer solution), or ``feasible``
-    False: no integer solution exists."""
+    False: no integer solution exists. ``changes`` (with ``explain``): per side, per
+    variable, the (round, row) of each tightening, in round order."""
 
     feasible: bool
     lb: np.ndarray
     ub: np.ndarray
+    changes: dict[Side, dict[int, list[tuple[int, int]]]] = field(
+        default_factory=lambda: {"lower": {}, "upper": {}})
 
 
 def propagate(a: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray, lb: np.ndarray,
-              ub: np.ndarray, max_rounds: int = MAX_ROUNDS) -> Propagated:
+              ub: np.ndarray, max_rounds: int = MAX_ROUNDS, explain: bool = False
+              ) -> Propagated:
     """Tighten ``lb``/``ub`` (finite int64, as are ``lo``/``hi`` and ``a``'s entries) by
     every row in turn, all rows at once per round, until nothing changes or ``max_rounds``.
-    Magnitudes must keep the rows' activities within int64 (the caller's caps do)."""
+    Magnitudes must keep the rows' activities within int64 (the caller's caps do).
+    ``explain``: keep the row of each tightening (``Propagated.changes``)."""
     lb = np.asarray(lb, dtype=np.int64).copy()
     ub = np.asarray(ub, dtype=np.int64).copy()
     lo = np.asarray(lo, dtype=np.int64)
@@ -60,7 +73,8 @@ def propagate(a: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray, lb: np.ndarray,
         return sp.csc_matrix((values, rows, indptr), shape=(n_rows, n_cols)) @ np.ones(
             n_cols, dtype=np.int64)
 
-    for _ in range(max_rounds):
+    changes: dict[Side, dict[int, list[tuple[int, int]]]] = {"lower": {}, "upper": {}}
+    for round_ in range(1, max_rounds + 1):
         least = np.where(pos, coef * lb[cols], coef * ub[cols])  # each entry's least part
         most = np.where(pos, coef * ub[cols], coef * lb[cols])
         act_lo = row_sums(least)
@@ -74,14 +88,80 @@ def propagate(a: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray, lb: np.ndarray,
         lower = np.where(pos, _ceil_div(room_dn, coef), _ceil_div(room_up, coef))
         new_ub = ub.copy()
         new_lb = lb.copy()
-        new_ub[held] = np.minimum(ub[held], np.minimum.reduceat(upper, starts))
-        new_lb[held] = np.maximum(lb[held], np.maximum.reduceat(lower, starts))
+        least_up = np.minimum.reduceat(upper, starts)
+        most_dn = np.maximum.reduceat(lower, starts)
+        new_ub[held] = np.minimum(ub[held], least_up)
+        new_lb[held] = np.maximum(lb[held], most_dn)
         if (new_lb > new_ub).any():
             return Propagated(False, new_lb, new_ub)
         if np.array_equal(new_lb, lb) and np.array_equal(new_ub, ub):
             break
+        if explain:
+            _record(changes["upper"], round_, held, new_ub[held] < ub[held],
+                    upper == np.repeat(least_up, np.diff(np.r_[starts, len(cols)])),
+                    starts, rows)
+            _record(changes["lower"], round_, held, new_lb[held] > lb[held],
+                    lower == np.repeat(most_dn, np.diff(np.r_[starts, len(cols)])),
+                    starts, rows)
         lb, ub = new_lb, new_ub
-    return Propagated(True, lb, ub)
+    return Propagated(True, lb, ub, changes)
+
+
+def _record(into: dict[int, list[tuple[int, int]]], round_: int, held: np.ndarray,
+            improved: np.ndarray, attains: np.ndarray, starts: np.ndarray,
+            rows: np.ndarray) -> None:
+    """For each variable tightened this round, the first row (entry order) attaining it."""
+    if not improved.any():
+        return
+    entry = np.where(attains, np.arange(len(attains)), len(attains))
+    first = np.minimum.reduceat(entry, starts)
+    for var, e in zip(held[improved].tolist(), first[improved].tolist(), strict=True):
+        into.setdefault(var, []).append((round_, int(rows[e])))
+
+
+def multipliers(got: Propagated, a: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray,
+                var: int, side: Side) -> dict[int, int] | None:
+    """Row multipliers ``y`` whose weak-duality bound on ``var`` (the least, or greatest, of
+    ``y·b + (e_var - yA)·x`` over the variables' own bounds) is at least as tight as the
+    propagated bound (``got`` made with ``explain``): the row of the last tightening, each
+    other variable's bound it used replaced by that bound's own derivation, recursively,
+    round before round. Empty: the bound is the variable's own. None where a step divides
+    by a coefficient other than 1 or -1 (rounded: no LP certificate), or a row is not an
+    equation (its side would matter): the bound then holds for integers only."""
+    csr = sp.csr_matrix(a, dtype=np.int64)
+    csr.sum_duplicates()
+    memo: dict[tuple[int, Side, int], dict[int, int] | None] = {}
+
+    def derive(k: int, s: Side, before: int) -> dict[int, int] | None:
+        steps = [c for c in got.changes[s].get(k, ()) if c[0] <= before]
+        if not steps:
+            return {}
+        when, row = steps[-1]
+        key = (k, s, when)
+        if key in memo:
+            return memo[key]
+        lo_, hi_ = csr.indptr[row], csr.indptr[row + 1]
+        idx, coef = csr.indices[lo_:hi_].tolist(), csr.data[lo_:hi_].tolist()
+        a_k = sum(c for i, c in zip(idx, coef, strict=True) if i == k)
+        out: dict[int, int] | None = None
+        if a_k in (1, -1) and lo[row] == hi[row]:
+            out = {row: a_k}
+            for i, c in zip(idx, coef, strict=True):
+                if i == k:
+                    continue
+                d = -a_k * c  # the reduced cost of i once row is weighed by a_k
+                need: Side = s if d > 0 else ("upper" if s == "lower" else "lower")
+                sub = derive(i, need, when - 1)
+                if sub is None:
+                    out = None
+                    break
+                for r, y in sub.items():
+                    out[r] = out.get(r, 0) + d * y
+        memo[key] = out
+        return out
+
+    found = derive(var, side, 1 << 30)
+    return None if found is None else {r: y for r, y in found.items() if y}
 
 
 def _floor_div(x: np.ndarray, d: np.ndarray) -> np.ndarray:
