@@ -68,7 +68,8 @@ def test_drawn_keys_are_kept_and_reused(folder: Path, run_cli: CliRunner) -> Non
     assert report["attacker_knows"] == "d"
     assert report["attacker_knows_text"].startswith("only D = 2")
     assert report["ptable"] == {"format": "abs", "D": 2, "js": 1, "cell_keys": "[0, 1)"}
-    assert report["record_keys"] == {"column": "record_key", "drawn": True, "seed": 11}
+    assert report["record_keys"] == {"column": "record_key", "drawn": True, "seed": 11,
+                                     "from_ids": None}
     records = folder / "a.records.working.csv"
     assert report["working_files"] == [str(folder / "a.working.csv"), str(records)]
     # a later table of the same records, with the kept keys: the shared cells agree
@@ -111,7 +112,9 @@ def test_options_are_checked_before_any_work(folder: Path, run_cli: CliRunner) -
             "--dimensions", "sex")
     for extra, message in [
         ((), "give --record-key COLUMN"),
-        (("--record-key", "rk", "--seed", "1"), "one of the two"),
+        (("--record-key", "rk", "--seed", "1"), "exactly one of the three"),
+        (("--record-key", "rk", "--ons-id", "rk"), "exactly one of the three"),
+        (("--ons-id", "nope"), "no column 'nope' of ids"),
         (("--record-key", "rk", "--attacker-knows", "all"), "--attacker-knows 'all'"),
         (("--record-key", "nope"), "no column 'nope' of record keys"),
     ]:
@@ -144,3 +147,21 @@ def test_the_audit_pins_two_ones_under_their_margin(folder: Path, run_cli: CliRu
     code, out, err = run_cli(*base, "--attacker-knows", "nothing")
     assert code == 0, err
     assert "audit (nothing known): 0 of 3 true counts pinned" in out
+
+
+def test_keys_from_ids_are_checked(folder: Path, run_cli: CliRunner) -> None:
+    """``--ons-id``: a missing id names its line; an ABS ptable (keys in [0, 1)) cannot take
+    whole-number keys; nothing written either way. Valid ids publish (the side-by-side test
+    with ONS's package is tests/peers/test_ckm_vs_ons.py)."""
+    (folder / "ids.csv").write_text("sex,id\nf,4097\nm,\n")
+    base = ("tables", "perturb", folder / "ids.csv", "--dimensions", "sex", "--ons-id",
+            "id", "--out", folder / "t.csv")
+    code, _, err = run_cli(*base, "--ptable", folder / "ons.csv")
+    assert code == 1 and f"{folder / 'ids.csv'}:3" in err, err
+    code, _, err = run_cli(*base, "--ptable", folder / "abs.csv")
+    assert code == 1 and "ABS format" in err, err
+    assert not (folder / "t.csv").exists() and not (folder / "t.working.csv").exists()
+    (folder / "ids.csv").write_text("sex,id\nf,4097\nm,12\n")
+    code, out, err = run_cli(*base, "--ptable", folder / "ons.csv", "--threshold", "0")
+    assert code == 0, err
+    assert "each record's id modulo 4096" in out

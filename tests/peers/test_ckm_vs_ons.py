@@ -109,3 +109,36 @@ def test_the_publication_file_is_ons_table(setup: dict[str, Any], run_cli: CliRu
                 for r in theirs.itertuples(index=False)]
     assert sorted(map(tuple, published[["var1", "var8", "value"]].to_numpy().tolist())) == \
         sorted(expected)
+
+
+def test_keys_from_ons_ids_are_ons_keys(setup: dict[str, Any], run_cli: CliRunner) -> None:
+    """With an ``ons_id`` column, ONS's package makes each record key the id modulo 4096;
+    ``--ons-id`` does the same, so the two publish the same table (ids past 4096, so the
+    modulo matters, and a cell key past the ptable's 256 keys)."""
+    folder: Path = setup["folder"]
+    data = setup["data"].drop(columns=["record_key"]).assign(
+        ons_id=np.random.default_rng(5).integers(0, 10**9, len(setup["data"])))
+    data.to_csv(folder / "ids.csv", index=False)
+    with contextlib.redirect_stdout(io.StringIO()):
+        theirs = ons.create_perturbed_table(data, setup["ptable"], geog=[],
+                                            tab_vars=["var1", "var8"], record_key=None,
+                                            use_existing_ons_id=True, threshold=10)
+    code, _, err = run_cli("tables", "perturb", folder / "ids.csv", "--ptable",
+                           folder / "ptable.csv", "--dimensions", "var1,var8", "--ons-id",
+                           "ons_id", "--no-margins", "--out", folder / "pub_ids.csv")
+    assert code == 0, err
+    published = pd.read_csv(folder / "pub_ids.csv", dtype=str)
+    expected = [(str(r.var1), r.var8, "x" if pd.isna(r.count) else str(int(r.count)))
+                for r in theirs.itertuples(index=False)]
+    assert sorted(map(tuple, published[["var1", "var8", "value"]].to_numpy().tolist())) == \
+        sorted(expected)
+    assert (theirs["pvalue"] != 0).any()
+    # and the keys are not the plain ids' residues modulo 256 of a different rule: the
+    # publication differs from keys drawn at random (the ids decide the noise)
+    code, _, err = run_cli("tables", "perturb", folder / "ids.csv", "--ptable",
+                           folder / "ptable.csv", "--dimensions", "var1,var8", "--seed", "1",
+                           "--no-margins", "--out", folder / "pub_drawn.csv")
+    assert code == 0, err
+    drawn = pd.read_csv(folder / "pub_drawn.csv", dtype=str)
+    assert sorted(map(tuple, drawn[["var1", "var8", "value"]].to_numpy().tolist())) != \
+        sorted(expected)

@@ -535,6 +535,10 @@ def perturb(
     seed: Annotated[int | None, typer.Option(
         min=0, help="Draw the record keys with this seed instead; they are kept with the "
                     "records in <stem>.records.working<suffix>.")] = None,
+    ons_id: Annotated[str | None, typer.Option(
+        "--ons-id", help="Or the microdata's column of whole-number ids: each record's key "
+        "is its id modulo 4096, as ONS's package makes them from ons_id (ONS ptables "
+        "only).")] = None,
     threshold: Annotated[int | None, typer.Option(
         min=0, help="Withhold (x) a perturbed count below this. Default: 10 with an ONS "
                     "ptable (ONS's package), 0 with an ABS one.")] = None,
@@ -570,9 +574,10 @@ def perturb(
                              f"{', '.join(KNOWLEDGE)}")
     if out.suffix.lower() not in report.PUBLICATIONS:
         raise StatreconError(f"--out {out}: write a .csv or .parquet file")
-    if (record_key is None) == (seed is None):
-        raise StatreconError("give --record-key COLUMN (the microdata's record keys) or "
-                             "--seed N (draw them), one of the two")
+    if sum(g is not None for g in (record_key, seed, ons_id)) != 1:
+        raise StatreconError("give --record-key COLUMN (the microdata's record keys), "
+                             "--ons-id COLUMN (keys from ids, as ONS's package) or --seed N "
+                             "(draw them): exactly one of the three")
     tables = tuple(tuple(v.strip() for v in d.split(",") if v.strip()) for d in dimensions)
     if not all(tables):
         raise StatreconError("--dimensions: give each table's variables, comma-separated")
@@ -580,7 +585,7 @@ def perturb(
     for path in report.output_paths(out, seed is not None):
         check_writable(path, "--out", inputs_given=given)
     options = PerturbOptions(tables, record_key, seed, threshold, margins,
-                             cast(Any, attacker_knows))
+                             cast(Any, attacker_knows), ons_id)
     limit = time_limit_option(time_limit, AuditOptions.time_limit)
     run = perturb_microdata(source, ptable, options)
     written = report.write_perturbed(run, out)

@@ -143,7 +143,7 @@ def to_json(run: PerturbRun, out: Path, written: Sequence[Path],
         "attacker_knows": knows, "attacker_knows_text": _knows(run),
         "threshold": run.threshold, "margins": run.options.margins,
         "record_keys": {"column": run.key_column, "drawn": run.records is not None,
-                        "seed": run.options.seed},
+                        "seed": run.options.seed, "from_ids": run.options.ons_id},
         "tables": tables,
         "cells": len(run.cells), "changed": sum(1 for c in run.cells if c.noise),
         "withheld": sum(1 for c in run.cells if c.published is None),
@@ -175,6 +175,9 @@ def render(run: PerturbRun, written: Sequence[Path], console: Console) -> None:
     console.print(f"wrote {safe_text(written[0])} (the publication: perturbed counts, "
                   f"{WITHHELD} withheld) and {safe_text(written[1])} (the working file: true "
                   "counts, never to publish)", highlight=False)
+    if run.options.ons_id is not None:
+        console.print(f"record keys: each record's {safe_text(run.options.ons_id)} modulo "
+                      "4096, as ONS's package makes them from ons_id", highlight=False)
     if len(written) > 2:
         console.print(f"record keys drawn with seed {run.options.seed}: kept with the records "
                       f"in {safe_text(written[2])} (give it and --record-key "

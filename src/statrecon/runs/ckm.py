@@ -40,6 +40,7 @@ from statrecon.tables.ckm import (
     Perturbation,
     PTable,
     count_tables,
+    ons_id_keys,
     perturb_tables,
     read_ptable,
     record_keys,
@@ -60,8 +61,10 @@ POSTERIOR_LIMIT = 120.0  # seconds at least for the posteriors of every cell
 @dataclass(frozen=True)
 class PerturbOptions:
     """``tables``: each table's variables; ``record_key``: the microdata's column of record
-    keys, or ``seed`` to draw them; ``threshold``: a published count below it is withheld
-    (None: ONS's 10 with an ONS ptable, 0 with an ABS one); ``margins``: publish the totals
+    keys, or ``ons_id``: its column of ids, each record's key the id modulo 4096 (as ONS's
+    package makes them from ``ons_id``), or ``seed`` to draw them; ``threshold``: a
+    published count below it is withheld (None: ONS's 10 with an ONS ptable, 0 with an ABS
+    one); ``margins``: publish the totals
     too; ``knowledge``: what the attacker is assumed to know (:data:`KNOWLEDGE`)."""
 
     tables: tuple[tuple[str, ...], ...]
@@ -70,6 +73,7 @@ class PerturbOptions:
     threshold: int | None = None
     margins: bool = True
     knowledge: Knowledge = "ptable"
+    ons_id: str | None = None
 
     def __post_init__(self) -> None:
         check_option(self, "tables", bool(self.tables) and all(self.tables),
@@ -78,9 +82,10 @@ class PerturbOptions:
                      f"one of {', '.join(KNOWLEDGE)}")
         check_option(self, "threshold", self.threshold is None or self.threshold >= 0,
                      "at least 0")
-        check_option(self, "record_key", (self.record_key is None) != (self.seed is None),
-                     "the record keys' column, or None with a seed to draw them (one of "
-                     "the two, not both)")
+        given = [g for g in (self.record_key, self.ons_id, self.seed) if g is not None]
+        check_option(self, "record_key", len(given) == 1,
+                     "the record keys' column, or None with a column of ids (ons_id) or "
+                     "a seed to draw them (exactly one of the three)")
 
 
 @dataclass(frozen=True)
@@ -120,12 +125,15 @@ def perturb_microdata(microdata: Path, ptable_path: Path, options: PerturbOption
     else:
         if KEY_COLUMN in frame.columns:
             raise StatreconError(f"{microdata}: it has a column {KEY_COLUMN!r}: give it as "
-                                 "--record-key, or rename it to draw new keys",
+                                 "--record-key, or rename it to make new keys",
                                  where=str(microdata))
-        assert options.seed is not None
-        keys = ptable.draw_keys(len(frame), options.seed)
+        if options.ons_id is not None:
+            keys = ons_id_keys(frame, options.ons_id, Path(microdata), ptable)
+        else:
+            assert options.seed is not None
+            keys = ptable.draw_keys(len(frame), options.seed)
+            records = frame.assign(**{KEY_COLUMN: _column(keys)})
         frame = frame.assign(**{KEY_COLUMN: _column(keys)})
-        records = frame
     tables, sums = count_tables(frame, options.tables, options.record_key or KEY_COLUMN,
                                 str(microdata))
     threshold = THRESHOLDS[ptable.format] if options.threshold is None else options.threshold

@@ -54,6 +54,7 @@ ABS_COLUMNS = ("i", "j", "p", "v", "p_int_lb", "p_int_ub")
 ONS_ROWS = 750  # ONS looks counts above 750 up at ((n - 1) mod 250) + 501
 ONS_CYCLE = 250
 ONS_KEY_RANGE = 256
+ONS_ID_KEYS = 4096  # ONS's record key from an ons_id: the id modulo this (its package)
 UNIT_KEY_DIGITS = 8  # drawn unit keys have 8 decimals, as cellKey's ck_generate_rkeys
 MAX_PTABLE_ROWS = 1_000_000
 MAX_NOISE = 1000  # a ptable adding more than this to a count is refused
@@ -495,6 +496,23 @@ def record_keys(frame: pd.DataFrame, column: str, path: Path, ptable: PTable
         if error:
             raise row_error(path, row, error)
     return keys
+
+
+def ons_id_keys(frame: pd.DataFrame, column: str, path: Path, ptable: PTable
+                ) -> list[Fraction]:
+    """The record keys ONS's package makes from ids (``ons_id`` there): each whole id modulo
+    4096, summed into cell keys modulo the ptable's key range like any other key; so only a
+    ptable with whole-number cell keys (ONS's format) takes them. A missing or fractional
+    id names its line (the package would leave that record without a key)."""
+    if ptable.format != "ons":
+        raise StatreconError(f"{path}: record keys from ids ({column!r}) are whole numbers; "
+                             "the ptable's cell keys are in [0, 1) (ABS format): give "
+                             "--record-key or --seed instead", where=str(path))
+    if column not in frame.columns:
+        raise StatreconError(f"{path}: no column {column!r} of ids (it has "
+                             f"{', '.join(map(str, frame.columns))})", where=str(path))
+    return [Fraction(int(i) % ONS_ID_KEYS) for i in exact_column(frame, column, path,
+                                                                   whole=True)]
 
 
 # ------------------------------------------------------------------------ the perturbation

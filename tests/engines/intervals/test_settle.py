@@ -13,9 +13,9 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_intervals import SETTINGS, SHAPES
+from test_intervals import SHAPES
 from test_intervals_tables import integer_oracle, lp_oracle
 
 from statrecon.engines.intervals import AuditOptions, IntervalProblem, check_cell, prepare
@@ -24,6 +24,8 @@ from statrecon.engines.solvers.cpsat import Deadline
 from statrecon.errors import OptionError
 
 SEEN = {"cells": 0, "settled": 0, "narrowed": 0}
+SETTINGS = settings(max_examples=200, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
 @st.composite
