@@ -18,17 +18,20 @@ MIN_GROUPS = 3  # fewer branches than this: one window would hold nearly everyth
 
 
 def windows(tables: TableSet) -> tuple[tuple[int, ...], ...]:
-    """One window per branch under the root of the variable that splits the tables most
-    (a hierarchy with subtotals first, then the most codes): the cells coded within that
-    branch, plus every cell at the variable's total or in a table without it. Branches
-    that are single codes go in consecutive pairs (cyclically), so two of them can trade.
-    Empty when no variable has at least ``MIN_GROUPS`` branches."""
+    """Windows over the branches under the root of the variable that splits the tables most
+    (a hierarchy with subtotals first, then the most codes), each with every cell at the
+    variable's total or in a table without it: one window per branch where branches have
+    subtotals (a district's cells trade within their region), then consecutive pairs of
+    branches, cyclically (a region's own cells trade with another region's: the totals
+    above them are in every window, so they move only with a partner). Empty when no
+    variable has at least ``MIN_GROUPS`` branches."""
     best = _splitting(tables)
     if best is None:
         return ()
-    groups = [_subtree(best, c) for c in best.children[best.total]]
-    if not any(c in best.children for c in best.children[best.total]):
-        groups = [groups[i] | groups[(i + 1) % len(groups)] for i in range(len(groups))]
+    singles = [_subtree(best, c) for c in best.children[best.total]]
+    pairs = [singles[i] | singles[(i + 1) % len(singles)] for i in range(len(singles))]
+    nested = any(c in best.children for c in best.children[best.total])
+    groups = singles + pairs if nested else pairs
     cells = tables.keys()  # cell identities, in the audit's order
     codes = [dict(key).get(best.variable) for key in cells]
     return tuple(tuple(i for i, code in enumerate(codes) if code is None or code in group)
