@@ -37,7 +37,7 @@ def known_within(draw: st.DrawFn) -> tuple[IntervalProblem, list[int], list[list
     leaves = np.array(draw(st.lists(st.integers(0, 3), min_size=size, max_size=size)))
     t = build(leaves.reshape(shape))
     n = len(t.keys)
-    hidden = draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=6, unique=True))
+    hidden = draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=5, unique=True))
     p = t.problem(hidden, 1, [0] * n)
     below = draw(st.lists(st.integers(0, 2), min_size=n, max_size=n))
     above = draw(st.lists(st.integers(0, 2), min_size=n, max_size=n))
