@@ -116,3 +116,22 @@ def test_a_problem_it_cannot_certify_is_left_alone() -> None:
 def test_windows_are_checked() -> None:
     with pytest.raises(OptionError):
         AuditOptions(windows=((0, -1),))
+
+
+def test_a_certificate_that_implies_less_settles_nothing(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each certificate is checked in integers before a side is claimed: with every
+    derivation replaced by the empty one (the cells' own bounds), the pinned pair above is
+    not settled, though its witnesses reach the propagated bounds."""
+    import scipy.sparse as sp
+
+    from statrecon.engines.intervals import settle as settle_module
+
+    monkeypatch.setattr(settle_module, "multipliers", lambda *args: {})
+    p = IntervalProblem(
+        matrix=sp.csr_matrix(np.array([[1, 1, -1]], dtype=np.int64)), rhs=(0,),
+        values=(Fraction(1), Fraction(1), Fraction(2)), hidden=(True, True, True),
+        lower=(Fraction(0), Fraction(0), Fraction(2)),
+        upper=(Fraction(1), Fraction(1), Fraction(4)), scale=1,
+        cell_names=("a", "b", "a+b"), equation_names=("a + b = a+b",))
+    assert settle(prepare(p), [0, 1, 2], Deadline.after(None)) == {}

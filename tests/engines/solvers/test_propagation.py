@@ -140,3 +140,21 @@ def test_multipliers_are_refused_for_a_coefficient_of_two() -> None:
                     explain=True)
     assert (got.lb[0], got.ub[0]) == (2, 2)
     assert multipliers(got, a, np.array([4]), np.array([4]), 0, "upper") is None
+
+
+def test_a_chained_bound_carries_every_row_of_its_derivation() -> None:
+    # x0 = x1, x1 = x2, x2 in [3, 3]: x1 is 3 by the second row, then x0 by the first
+    # (using x1's derived bound): the certificate of x0 >= 3 needs both rows
+    a = sp.csr_matrix(np.array([[1, -1, 0], [0, 1, -1]]))
+    zero = np.zeros(2, dtype=np.int64)
+    got = propagate(a, zero, zero, np.array([0, 0, 3]), np.array([5, 5, 3]), explain=True)
+    assert (got.lb[0], got.ub[0]) == (3, 3)
+    for side in ("lower", "upper"):
+        mult = multipliers(got, a, zero, zero, 0, side)  # type: ignore[arg-type]
+        assert mult is not None and set(mult) == {0, 1}
+        rows = [((0, 1), (1, -1)), ((1, 1), (2, -1))]
+        implied = implied_bound(rows, [Fraction(0)] * 2, [Fraction(0), Fraction(0),
+                                                           Fraction(3)],
+                                [Fraction(5), Fraction(5), Fraction(3)], {0: 1},
+                                {k: Fraction(y) for k, y in mult.items()}, side)  # type: ignore[arg-type]
+        assert implied == 3

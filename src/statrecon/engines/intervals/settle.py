@@ -84,6 +84,7 @@ def settle(prep: Prepared, cells: Sequence[int], deadline: Deadline,
     got = propagate(A, rhs, rhs, lb, ub, ROUNDS, explain=True)
     if not got.feasible:  # the problem's own table satisfies every row: cannot happen
         return {}
+    box = Box(A, rhs, lb, ub)
     reached = {j: _target(j, p.values[j], got) for j in cells}
     step = None if on_progress is None else _every(PROGRESS_S, lambda out: on_progress(
         sum(r.met() for r in reached.values()), len(reached)))
@@ -102,7 +103,7 @@ def settle(prep: Prepared, cells: Sequence[int], deadline: Deadline,
     out: dict[int, CellAudit] = {}
     for j, r in reached.items():
         if r.met():
-            audit = _audit(p, A, rhs, got, r)
+            audit = _audit(p, box, got, r)
             if audit is not None:
                 out[j] = audit
     return out
@@ -131,8 +132,37 @@ def _target(j: int, value: Fraction, got: Propagated) -> Reached:
     return r
 
 
-def _audit(p: IntervalProblem, A: sp.csr_matrix, rhs: np.ndarray, got: Propagated,
-           r: Reached) -> CellAudit | None:
+class Box:
+    """The equations and every cell's own bounds (a published cell's: its value), in
+    integers: what a certificate is checked against."""
+
+    def __init__(self, A: sp.csr_matrix, rhs: np.ndarray, lb: np.ndarray,
+                 ub: np.ndarray) -> None:
+        self.A, self.rhs, self.lb, self.ub = A, rhs, lb, ub
+
+    def implied(self, cell: int, side: Side, mult: dict[int, int]) -> int:
+        """The bound on ``cell`` that the multipliers prove by weak duality, exactly: ``y·b``
+        plus each reduced cost ``(e_cell - yA)_i`` times the bound of cell i that its sign
+        picks (the least value of the combination over every cell's own bounds)."""
+        rows = np.fromiter(mult, dtype=np.int64, count=len(mult))
+        y = np.fromiter(mult.values(), dtype=np.int64, count=len(mult))
+        reduced: dict[int, int] = {cell: 1}
+        total = int(y @ self.rhs[rows]) if len(rows) else 0
+        for row, weight in zip(rows.tolist(), y.tolist(), strict=True):
+            s, e = self.A.indptr[row], self.A.indptr[row + 1]
+            for i, a in zip(self.A.indices[s:e].tolist(), self.A.data[s:e].tolist(),
+                            strict=True):
+                reduced[i] = reduced.get(i, 0) - weight * a
+        for i, d in reduced.items():
+            if d:
+                low = (d > 0) == (side == "lower")
+                total += d * int(self.lb[i] if low else self.ub[i])
+        return total
+
+
+def _audit(p: IntervalProblem, box: Box, got: Propagated, r: Reached) -> CellAudit | None:
+    """Both sides proven, each certificate checked in integers against the value reached
+    (a derivation that implied less would leave the cell to the per-cell audit)."""
     sides: list[Bound] = []
     rows: set[int] = set()
     ends: tuple[tuple[Side, tuple[Fraction, Pairs] | None], ...] = (
@@ -140,8 +170,8 @@ def _audit(p: IntervalProblem, A: sp.csr_matrix, rhs: np.ndarray, got: Propagate
     for side, reach in ends:
         assert reach is not None  # met
         value, witness = reach
-        mult = multipliers(got, A, rhs, rhs, r.cell, side)
-        if mult is None:
+        mult = multipliers(got, box.A, box.rhs, box.rhs, r.cell, side)
+        if mult is None or box.implied(r.cell, side, mult) != value:
             return None
         rows.update(mult)
         sides.append(Bound(value, "proven", "dual",
@@ -152,7 +182,7 @@ def _audit(p: IntervalProblem, A: sp.csr_matrix, rhs: np.ndarray, got: Propagate
     protection, sliding = p.protection_of(r.cell), p.sliding_of(r.cell)
     return CellAudit(cell=r.cell, name=p.cell_names[r.cell], value=r.value,
                      protection=protection, lp=lp, integer=integer,
-                     attack=_attack(p, A, sorted(rows)),
+                     attack=_attack(p, box.A, sorted(rows)),
                      verdict=verdict(r.value, protection, lp, integer, sliding),
                      sliding=sliding)
 
