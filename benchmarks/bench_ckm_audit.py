@@ -15,6 +15,10 @@ district x age x occupation, with every total; the three share their district x 
 district x sex, district x occupation margins, so a cell is perturbed once, the same in
 every table that shows it.
 
+The cells of the one large component are first settled by bound propagation and moves
+inside the tables' windows (``engines/intervals/settle``: BENCHMARKS.md, "the CKM audit of
+102,786 linked cells, complete"); what that leaves goes to the per-cell LPs.
+
 The audit runs within ``--time-limit`` seconds (one deadline shared by every cell, so the
 cells past it are ``unknown``: never called proven), ``--cell-limit`` seconds per cell.
 Every proven interval is then checked against the true counts (which the auditor never
