@@ -13,6 +13,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_intervals import SHAPES
@@ -77,17 +78,20 @@ def test_the_pass_settles_cells() -> None:
     assert SEEN["narrowed"] > 0, SEEN
 
 
-def test_a_pinned_pair_is_settled_by_its_margin() -> None:
-    """Two cells of 1 each known within [0, 1], their margin of 2 within [2, 4]: all three
-    are pinned, by the margin's equation alone."""
-    import scipy.sparse as sp
-
-    p = IntervalProblem(
+def _pinned_pair() -> IntervalProblem:
+    return IntervalProblem(
         matrix=sp.csr_matrix(np.array([[1, 1, -1]], dtype=np.int64)), rhs=(0,),
         values=(Fraction(1), Fraction(1), Fraction(2)), hidden=(True, True, True),
         lower=(Fraction(0), Fraction(0), Fraction(2)),
         upper=(Fraction(1), Fraction(1), Fraction(4)), scale=1,
         cell_names=("a", "b", "a+b"), equation_names=("a + b = a+b",))
+
+
+def test_a_pinned_pair_is_settled_by_its_margin() -> None:
+    """Two cells of 1 each known within [0, 1], their margin of 2 within [2, 4]: all three
+    are pinned, by the margin's equation alone."""
+
+    p = _pinned_pair()
     got = settle(prepare(p), [0, 1, 2], Deadline.after(None))
     assert sorted(got) == [0, 1, 2]
     for a in got.values():
@@ -99,8 +103,6 @@ def test_a_pinned_pair_is_settled_by_its_margin() -> None:
 
 def test_a_problem_it_cannot_certify_is_left_alone() -> None:
     """Counts of 1/2 (scale 2) or a cell without an upper bound: nothing settled."""
-    import scipy.sparse as sp
-
     base = IntervalProblem(
         matrix=sp.csr_matrix(np.array([[1, 1, -1]], dtype=np.int64)), rhs=(0,),
         values=(Fraction(1), Fraction(1), Fraction(2)), hidden=(True, True, True),
@@ -123,15 +125,9 @@ def test_a_certificate_that_implies_less_settles_nothing(
     """Each certificate is checked in integers before a side is claimed: with every
     derivation replaced by the empty one (the cells' own bounds), the pinned pair above is
     not settled, though its witnesses reach the propagated bounds."""
-    import scipy.sparse as sp
 
     from statrecon.engines.intervals import settle as settle_module
 
     monkeypatch.setattr(settle_module, "multipliers", lambda *args: {})
-    p = IntervalProblem(
-        matrix=sp.csr_matrix(np.array([[1, 1, -1]], dtype=np.int64)), rhs=(0,),
-        values=(Fraction(1), Fraction(1), Fraction(2)), hidden=(True, True, True),
-        lower=(Fraction(0), Fraction(0), Fraction(2)),
-        upper=(Fraction(1), Fraction(1), Fraction(4)), scale=1,
-        cell_names=("a", "b", "a+b"), equation_names=("a + b = a+b",))
+    p = _pinned_pair()
     assert settle(prepare(p), [0, 1, 2], Deadline.after(None)) == {}
