@@ -84,9 +84,15 @@ def test_the_audit_proves_the_same_with_and_without_windows(
 
     monkeypatch.setattr(audit_cells, "settle", counted)
     settled = []
+    seen: list[tuple[int, int]] = []
     for given in ((), tuple((j,) for j in range(len(values)))):
-        got = audit_known_cells(tables, bounds, "ptable", replace(options, windows=given))
+        seen.clear()
+        got = audit_known_cells(tables, bounds, "ptable", replace(
+            options, windows=given, on_progress=lambda d, n: seen.append((d, n))))
         settled.append(got)
+        # progress only goes forward, and ends with every cell
+        assert seen[-1] == (len(values), len(values))
+        assert all(a[0] <= b[0] for a, b in zip(seen, seen[1:], strict=False))
     for a, *others in zip(whole.result.cells, *(s.result.cells for s in settled),
                           strict=True):
         assert a.integer is not None and a.integer.lower.value is not None

@@ -79,9 +79,11 @@ def audit(problem: IntervalProblem | Prepared, cells: Sequence[int] | None = Non
     large = any(len(c.cells) >= local.LOCAL_FROM for c in prep.components)
     first = replace(options, whole=False) if large and options.whole else options
     out = _settled(prep, todo, options) if large else {}
-    for done, j in enumerate(todo, start=1):
-        if j not in out:
-            out[j] = audit_cell(prep, j, first)
+    settled = len(out)  # counted as done: progress goes on from there
+    if settled and options.on_progress is not None:
+        options.on_progress(settled, len(todo))
+    for done, j in enumerate((j for j in todo if j not in out), start=settled + 1):
+        out[j] = audit_cell(prep, j, first)
         if options.on_progress is not None:
             options.on_progress(done, len(todo))
     if first is not options:  # then the sides no neighbourhood decided, over the whole,
