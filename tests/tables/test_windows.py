@@ -6,6 +6,7 @@ intervals with the windows as without (a window is a hint, never a premise)."""
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import replace
 from fractions import Fraction
 
@@ -92,7 +93,7 @@ def test_the_audit_proves_the_same_with_and_without_windows(
         settled.append(got)
         # progress only goes forward, and ends with every cell
         assert seen[-1] == (len(values), len(values))
-        assert all(a[0] <= b[0] for a, b in zip(seen, seen[1:], strict=False))
+        assert all(a[0] <= b[0] for a, b in itertools.pairwise(seen))
     for a, *others in zip(whole.result.cells, *(s.result.cells for s in settled),
                           strict=True):
         assert a.integer is not None and a.integer.lower.value is not None
