@@ -19,10 +19,16 @@ from hypothesis import strategies as st
 from test_intervals import SHAPES
 from test_intervals_tables import integer_oracle, lp_oracle
 
-from statrecon.engines.intervals import AuditOptions, IntervalProblem, check_cell, prepare
+from statrecon.engines.intervals import (
+    AuditOptions,
+    IntervalProblem,
+    audit,
+    check_cell,
+    prepare,
+)
 from statrecon.engines.intervals.settle import applies, settle
 from statrecon.engines.solvers.cpsat import Deadline
-from statrecon.errors import OptionError
+from statrecon.errors import OptionError, StatreconError
 
 SEEN = {"cells": 0, "settled": 0, "narrowed": 0}
 SETTINGS = settings(max_examples=200, deadline=None,
@@ -118,6 +124,8 @@ def test_a_problem_it_cannot_certify_is_left_alone() -> None:
 def test_windows_are_checked() -> None:
     with pytest.raises(OptionError):
         AuditOptions(windows=((0, -1),))
+    with pytest.raises(StatreconError, match="beyond the problem's 3 cells"):
+        audit(_pinned_pair(), options=AuditOptions(windows=((0, 3),)))
 
 
 def test_a_certificate_that_implies_less_settles_nothing(
@@ -128,6 +136,7 @@ def test_a_certificate_that_implies_less_settles_nothing(
 
     from statrecon.engines.intervals import settle as settle_module
 
-    monkeypatch.setattr(settle_module, "multipliers", lambda *args: {})
+    monkeypatch.setattr(settle_module.Derivations, "multipliers",
+                        lambda self, var, side: {})
     p = _pinned_pair()
     assert settle(prepare(p), [0, 1, 2], Deadline.after(None)) == {}

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from statrecon.engines.intervals.exact import implied_bound
-from statrecon.engines.solvers.propagation import multipliers, propagate
+from statrecon.engines.solvers.propagation import Derivations, propagate
 
 
 @st.composite
@@ -110,13 +110,14 @@ def test_the_multipliers_imply_the_propagated_bound(
         return
     found = solutions(a, lo, hi, lb, ub)
     rows = [tuple((int(j), int(v)) for j, v in enumerate(row) if v) for row in a]
+    derivations = Derivations(got, sp.csr_matrix(a), lo, hi)  # one for every variable
     box_lo = [Fraction(int(v)) for v in lb]
     box_hi = [Fraction(int(v)) for v in ub]
     for var in range(a.shape[1]):
         for side, tight, own in (("lower", got.lb, lb), ("upper", got.ub, ub)):
             if tight[var] == own[var]:
                 continue
-            mult = multipliers(got, sp.csr_matrix(a), lo, hi, var, side)  # type: ignore[arg-type]
+            mult = derivations.multipliers(var, side)  # type: ignore[arg-type]
             if mult is None:  # refused: a step divides by 2, or a row is not an equation
                 assert not equalities or np.abs(a).max() > 1
                 continue
@@ -139,7 +140,7 @@ def test_multipliers_are_refused_for_a_coefficient_of_two() -> None:
     got = propagate(a, np.array([4]), np.array([4]), np.array([0]), np.array([5]),
                     explain=True)
     assert (got.lb[0], got.ub[0]) == (2, 2)
-    assert multipliers(got, a, np.array([4]), np.array([4]), 0, "upper") is None
+    assert Derivations(got, a, np.array([4]), np.array([4])).multipliers(0, "upper") is None
 
 
 def test_a_chained_bound_carries_every_row_of_its_derivation() -> None:
@@ -150,7 +151,7 @@ def test_a_chained_bound_carries_every_row_of_its_derivation() -> None:
     got = propagate(a, zero, zero, np.array([0, 0, 3]), np.array([5, 5, 3]), explain=True)
     assert (got.lb[0], got.ub[0]) == (3, 3)
     for side in ("lower", "upper"):
-        mult = multipliers(got, a, zero, zero, 0, side)  # type: ignore[arg-type]
+        mult = Derivations(got, a, zero, zero).multipliers(0, side)  # type: ignore[arg-type]
         assert mult is not None and set(mult) == {0, 1}
         rows = [((0, 1), (1, -1)), ((1, 1), (2, -1))]
         implied = implied_bound(rows, [Fraction(0)] * 2, [Fraction(0), Fraction(0),

@@ -11,8 +11,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
 
-import scipy.sparse as sp
-
 from statrecon.engines.intervals import local
 from statrecon.engines.intervals.integer import (
     ComponentModel,
@@ -29,6 +27,7 @@ from statrecon.engines.intervals.results import (
     Bound,
     CellAudit,
     Interval,
+    attack_of,
     verdict,
 )
 from statrecon.engines.intervals.settle import settle
@@ -76,6 +75,9 @@ def audit(problem: IntervalProblem | Prepared, cells: Sequence[int] | None = Non
         j for j, h in enumerate(prep.problem.hidden) if h]
     for j in todo:
         _check_cell(prep.problem, j)
+    n = prep.problem.n_cells
+    if any(c >= n for w in options.windows for c in w):
+        raise StatreconError(f"a window names a cell beyond the problem's {n} cells")
     large = any(len(c.cells) >= local.LOCAL_FROM for c in prep.components)
     first = replace(options, whole=False) if large and options.whole else options
     out = _settled(prep, todo, options) if large else {}
@@ -104,9 +106,6 @@ def _settled(prep: Prepared, todo: Sequence[int], options: AuditOptions
              ) -> dict[int, CellAudit]:
     """The cells of large components that :mod:`.settle` decides, within the time their
     limits add up to (and the shared deadline)."""
-    n = prep.problem.n_cells
-    if any(c >= n for w in options.windows for c in w):
-        raise StatreconError(f"a window names a cell beyond the problem's {n} cells")
     large = [j for j in todo
              if len(prep.components[prep.component_of[j]].cells) >= local.LOCAL_FROM]
     limit = None if options.time_limit is None else options.time_limit * len(large)
@@ -230,13 +229,5 @@ def _int_bound(comp: Component, o: IntOutcome, lp: LpOutcome, space: Component) 
 def _attack(p: IntervalProblem, lp: tuple[tuple[LpOutcome, Component], ...]) -> Attack:
     """Equations with a non-zero multiplier in either LP certificate, and the published cells
     they hold."""
-    eqs = sorted({space.equations[k] for side, space in lp for k, y in side.multipliers
-                  if y})
-    A = p.matrix if isinstance(p.matrix, sp.csr_matrix) else sp.csr_matrix(p.matrix)
-    published: set[int] = set()
-    for i in eqs:
-        s, e = A.indptr[i], A.indptr[i + 1]
-        published.update(int(c) for c, a in zip(A.indices[s:e], A.data[s:e], strict=True)
-                         if a and not p.hidden[c])
-    return Attack(tuple(p.equation_names[i] for i in eqs),
-                  tuple(p.cell_names[c] for c in sorted(published)))
+    return attack_of(p, (space.equations[k] for side, space in lp for k, y in side.multipliers
+                         if y))

@@ -48,7 +48,7 @@ def check_bound(problem: IntervalProblem, j: int, side: Side, bound: Bound,
     why = _witness(problem, j, bound, lattice)
     if why is not None or bound.proof == "infeasible":
         return why
-    implied = _implied(problem, j, side, dict(bound.multipliers))
+    implied = implied_by(problem, j, side, dict(bound.multipliers))
     if implied is None:
         return "the multipliers imply no bound"
     if lattice:
@@ -99,8 +99,11 @@ def _hidden_rows(problem: IntervalProblem, eqs: list[int]
     return rows, b, list(cells)
 
 
-def _implied(problem: IntervalProblem, j: int, side: Side, mult: dict[int, Fraction]
-             ) -> Fraction | None:
+def implied_by(problem: IntervalProblem, j: int, side: Side, mult: dict[int, Fraction]
+               ) -> Fraction | None:
+    """The bound on cell ``j`` that the equation multipliers ``mult`` prove by weak duality,
+    exactly, from the problem alone (None: out of range, or it would need an upper bound a
+    cell does not have)."""
     eqs = sorted(mult)
     if any(not 0 <= k < len(problem.rhs) for k in eqs):
         return None

@@ -10,15 +10,19 @@ problem (names are in ``attack``).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
+import scipy.sparse as sp
 
 from statrecon.engines.intervals.integer import ProofKind
 from statrecon.engines.intervals.lp import BoundStatus
+
+if TYPE_CHECKING:  # the problem module imports what imports this one
+    from statrecon.engines.intervals.problem import IntervalProblem
 
 Verdict = Literal["protected", "under-protected", "disclosed", "unknown"]
 Pairs = Sequence[tuple[int, Fraction]]  # (cell or equation index, exact value)
@@ -148,6 +152,20 @@ class Attack:
 
     def to_json(self) -> dict[str, list[str]]:
         return {"equations": list(self.equations), "published": list(self.published)}
+
+
+def attack_of(p: IntervalProblem, equations: Iterable[int]) -> Attack:
+    """The attack in words: the given equations (those a certificate weighs) and the
+    published cells they hold, by name."""
+    eqs = sorted(set(equations))
+    A = p.matrix if isinstance(p.matrix, sp.csr_matrix) else sp.csr_matrix(p.matrix)
+    published: set[int] = set()
+    for i in eqs:
+        s, e = A.indptr[i], A.indptr[i + 1]
+        published.update(int(c) for c, a in zip(A.indices[s:e], A.data[s:e], strict=True)
+                         if a and not p.hidden[c])
+    return Attack(tuple(p.equation_names[i] for i in eqs),
+                  tuple(p.cell_names[c] for c in sorted(published)))
 
 
 @dataclass(frozen=True)

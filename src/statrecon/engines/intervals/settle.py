@@ -30,20 +30,21 @@ from fractions import Fraction
 import numpy as np
 import scipy.sparse as sp
 
+from statrecon.engines.intervals.check import implied_by
 from statrecon.engines.intervals.exact import Side
 from statrecon.engines.intervals.moves import move
 from statrecon.engines.intervals.problem import IntervalProblem, Prepared, prepare
 from statrecon.engines.intervals.reach import LIMIT, Reached, Step
 from statrecon.engines.intervals.results import (
-    Attack,
     Bound,
     CellAudit,
     Interval,
     Pairs,
+    attack_of,
     verdict,
 )
 from statrecon.engines.solvers.cpsat import Deadline
-from statrecon.engines.solvers.propagation import Propagated, multipliers, propagate
+from statrecon.engines.solvers.propagation import Derivations, Propagated, propagate
 
 ROUNDS = 1_000  # propagation rounds (it stops earlier once nothing changes)
 PROGRESS_S = 5.0  # seconds between progress reports
@@ -84,7 +85,7 @@ def settle(prep: Prepared, cells: Sequence[int], deadline: Deadline,
     got = propagate(A, rhs, rhs, lb, ub, ROUNDS, explain=True)
     if not got.feasible:  # the problem's own table satisfies every row: cannot happen
         return {}
-    box = Box(A, rhs, lb, ub)
+    derivations = Derivations(got, A, rhs, rhs)
     reached = {j: _target(j, p.values[j], got) for j in cells}
     step = None if on_progress is None else _every(PROGRESS_S, lambda out: on_progress(
         sum(r.met() for r in reached.values()), len(reached)))
@@ -103,7 +104,7 @@ def settle(prep: Prepared, cells: Sequence[int], deadline: Deadline,
     out: dict[int, CellAudit] = {}
     for j, r in reached.items():
         if r.met():
-            audit = _audit(p, box, got, r)
+            audit = _audit(p, derivations, r)
             if audit is not None:
                 out[j] = audit
     return out
@@ -132,37 +133,10 @@ def _target(j: int, value: Fraction, got: Propagated) -> Reached:
     return r
 
 
-class Box:
-    """The equations and every cell's own bounds (a published cell's: its value), in
-    integers: what a certificate is checked against."""
-
-    def __init__(self, A: sp.csr_matrix, rhs: np.ndarray, lb: np.ndarray,
-                 ub: np.ndarray) -> None:
-        self.A, self.rhs, self.lb, self.ub = A, rhs, lb, ub
-
-    def implied(self, cell: int, side: Side, mult: dict[int, int]) -> int:
-        """The bound on ``cell`` that the multipliers prove by weak duality, exactly: ``y·b``
-        plus each reduced cost ``(e_cell - yA)_i`` times the bound of cell i that its sign
-        picks (the least value of the combination over every cell's own bounds)."""
-        rows = np.fromiter(mult, dtype=np.int64, count=len(mult))
-        y = np.fromiter(mult.values(), dtype=np.int64, count=len(mult))
-        reduced: dict[int, int] = {cell: 1}
-        total = int(y @ self.rhs[rows]) if len(rows) else 0
-        for row, weight in zip(rows.tolist(), y.tolist(), strict=True):
-            s, e = self.A.indptr[row], self.A.indptr[row + 1]
-            for i, a in zip(self.A.indices[s:e].tolist(), self.A.data[s:e].tolist(),
-                            strict=True):
-                reduced[i] = reduced.get(i, 0) - weight * a
-        for i, d in reduced.items():
-            if d:
-                low = (d > 0) == (side == "lower")
-                total += d * int(self.lb[i] if low else self.ub[i])
-        return total
-
-
-def _audit(p: IntervalProblem, box: Box, got: Propagated, r: Reached) -> CellAudit | None:
-    """Both sides proven, each certificate checked in integers against the value reached
-    (a derivation that implied less would leave the cell to the per-cell audit)."""
+def _audit(p: IntervalProblem, derivations: Derivations, r: Reached) -> CellAudit | None:
+    """Both sides proven, each certificate re-checked exactly from the problem alone
+    (``check.implied_by``) against the value reached: a derivation that implied less would
+    leave the cell to the per-cell audit."""
     sides: list[Bound] = []
     rows: set[int] = set()
     ends: tuple[tuple[Side, tuple[Fraction, Pairs] | None], ...] = (
@@ -170,26 +144,19 @@ def _audit(p: IntervalProblem, box: Box, got: Propagated, r: Reached) -> CellAud
     for side, reach in ends:
         assert reach is not None  # met
         value, witness = reach
-        mult = multipliers(got, box.A, box.rhs, box.rhs, r.cell, side)
-        if mult is None or box.implied(r.cell, side, mult) != value:
+        found = derivations.multipliers(r.cell, side)
+        if found is None:
+            return None
+        mult = {k: Fraction(y) for k, y in found.items()}
+        if implied_by(p, r.cell, side, mult) != value:
             return None
         rows.update(mult)
-        sides.append(Bound(value, "proven", "dual",
-                           multipliers=tuple((k, Fraction(y)) for k, y in sorted(mult.items())),
+        sides.append(Bound(value, "proven", "dual", multipliers=tuple(sorted(mult.items())),
                            witness=witness))
     lp = Interval(sides[0], sides[1])
     integer = Interval(*(replace(b, proof="lp-dual") for b in sides))
     protection, sliding = p.protection_of(r.cell), p.sliding_of(r.cell)
     return CellAudit(cell=r.cell, name=p.cell_names[r.cell], value=r.value,
-                     protection=protection, lp=lp, integer=integer,
-                     attack=_attack(p, box.A, sorted(rows)),
+                     protection=protection, lp=lp, integer=integer, attack=attack_of(p, rows),
                      verdict=verdict(r.value, protection, lp, integer, sliding),
                      sliding=sliding)
-
-
-def _attack(p: IntervalProblem, A: sp.csr_matrix, rows: list[int]) -> Attack:
-    published = sorted({int(c) for i in rows for c in A.indices[A.indptr[i]:A.indptr[i + 1]]
-                        if not p.hidden[c]})
-    return Attack(tuple(p.equation_names[i] for i in rows),
-                  tuple(p.cell_names[c] for c in published))
-

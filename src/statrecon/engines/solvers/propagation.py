@@ -10,7 +10,7 @@ vectorised over a sparse matrix, so a caller can settle what it proves without b
 model (the census certain proof closes most blocks that way).
 
 With ``explain``, each tightening keeps the row that made it, so a bound can be turned into
-LP multipliers (:func:`multipliers`): the rows of its derivation, each weighed so that their
+LP multipliers (:class:`Derivations`): the rows of its derivation, each weighed so that their
 combination implies the bound by weak duality (every step of a row with unit coefficients is
 exact, so the bound then holds for every real solution too). A reader checks it with the
 multipliers alone, as any dual certificate (``engines/intervals/check``).
@@ -119,49 +119,58 @@ def _record(into: dict[int, list[tuple[int, int]]], round_: int, held: np.ndarra
         into.setdefault(var, []).append((round_, int(rows[e])))
 
 
-def multipliers(got: Propagated, a: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray,
-                var: int, side: Side) -> dict[int, int] | None:
-    """Row multipliers ``y`` whose weak-duality bound on ``var`` (the least, or greatest, of
-    ``y·b + (e_var - yA)·x`` over the variables' own bounds) is at least as tight as the
-    propagated bound (``got`` made with ``explain``): the row of the last tightening, each
-    other variable's bound it used replaced by that bound's own derivation, recursively,
-    round before round. Empty: the bound is the variable's own. None where a step divides
-    by a coefficient other than 1 or -1 (rounded: no LP certificate), or a row is not an
-    equation (its side would matter): the bound then holds for integers only."""
-    csr = sp.csr_matrix(a, dtype=np.int64)
-    csr.sum_duplicates()
-    memo: dict[tuple[int, Side, int], dict[int, int] | None] = {}
+class Derivations:
+    """Bounds of one propagation (made with ``explain``) turned into row multipliers: the
+    rows as integers and the derivations already made, kept across the variables asked
+    (a release asks for each of 100,000 cells' two bounds)."""
 
-    def derive(k: int, s: Side, before: int) -> dict[int, int] | None:
-        steps = [c for c in got.changes[s].get(k, ()) if c[0] <= before]
+    def __init__(self, got: Propagated, a: sp.csr_matrix, lo: np.ndarray,
+                 hi: np.ndarray) -> None:
+        self.got, self.lo, self.hi = got, lo, hi
+        self.csr = sp.csr_matrix(a, dtype=np.int64)
+        self.csr.sum_duplicates()
+        self.memo: dict[tuple[int, Side, int], dict[int, int] | None] = {}
+
+    def multipliers(self, var: int, side: Side) -> dict[int, int] | None:
+        """Row multipliers ``y`` whose weak-duality bound on ``var`` (the least, or
+        greatest, of ``y·b + (e_var - yA)·x`` over the variables' own bounds) is at least as
+        tight as the propagated bound: the row of the last tightening, each other
+        variable's bound it used replaced by that bound's own derivation, recursively,
+        round before round. Empty: the bound is the variable's own. None where a step
+        divides by a coefficient other than 1 or -1 (rounded: no LP certificate), or a row
+        is not an equation (its side would matter): the bound then holds for integers
+        only."""
+        found = self._derive(var, side, 1 << 30)
+        return None if found is None else {r: y for r, y in found.items() if y}
+
+    def _derive(self, k: int, s: Side, before: int) -> dict[int, int] | None:
+        steps = [c for c in self.got.changes[s].get(k, ()) if c[0] <= before]
         if not steps:
             return {}
         when, row = steps[-1]
         key = (k, s, when)
-        if key in memo:
-            return memo[key]
-        lo_, hi_ = csr.indptr[row], csr.indptr[row + 1]
-        idx, coef = csr.indices[lo_:hi_].tolist(), csr.data[lo_:hi_].tolist()
+        if key in self.memo:
+            return self.memo[key]
+        csr = self.csr
+        start, end = csr.indptr[row], csr.indptr[row + 1]
+        idx, coef = csr.indices[start:end].tolist(), csr.data[start:end].tolist()
         a_k = sum(c for i, c in zip(idx, coef, strict=True) if i == k)
         out: dict[int, int] | None = None
-        if a_k in (1, -1) and lo[row] == hi[row]:
+        if a_k in (1, -1) and self.lo[row] == self.hi[row]:
             out = {row: a_k}
             for i, c in zip(idx, coef, strict=True):
                 if i == k:
                     continue
                 d = -a_k * c  # the reduced cost of i once row is weighed by a_k
                 need: Side = s if d > 0 else ("upper" if s == "lower" else "lower")
-                sub = derive(i, need, when - 1)
+                sub = self._derive(i, need, when - 1)
                 if sub is None:
                     out = None
                     break
                 for r, y in sub.items():
                     out[r] = out.get(r, 0) + d * y
-        memo[key] = out
+        self.memo[key] = out
         return out
-
-    found = derive(var, side, 1 << 30)
-    return None if found is None else {r: y for r, y in found.items() if y}
 
 
 def _floor_div(x: np.ndarray, d: np.ndarray) -> np.ndarray:
