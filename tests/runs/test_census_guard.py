@@ -46,7 +46,7 @@ def test_a_model_too_big_is_refused_by_the_run_itself(tmp_path: Path) -> None:
 def test_a_tract_of_more_persons_than_a_tract_holds_is_refused(tmp_path: Path) -> None:
     real = read_release(_p1_release(tmp_path))
     tract = SimpleNamespace(tract=TRACT_A, persons=MAX_VALUE["tract"] + 1)
-    huge = SimpleNamespace(path=real.path, cells=real.cells, noise=None,
+    huge = SimpleNamespace(path=real.path, cells=real.cells, noise=None, protection=None,
                            tract_tables=lambda: [tract])
     with pytest.raises(StatreconError, match=f"tract {TRACT_A}: its blocks hold 1,000,001 "
                                              "persons, more than a census tract holds "

@@ -43,7 +43,9 @@ def tabulate(
              "production's tract/block split, equal within a level.")] = None,
     seed: Annotated[int | None, typer.Option(
         min=0, help="Draw the noise with a seeded, reproducible sampler (numpy; NOT "
-                    "DP-hardened, for experiments). Default: OpenDP's sampler.")] = None,
+                    "DP-hardened, for experiments). Default: OpenDP's sampler. With "
+                    "--protect: the seed of the record keys or of random rounding "
+                    "(default 0).")] = None,
     exact_tract_population: Annotated[bool, typer.Option(
         "--exact-tract-population", help="With --dp-rho: also publish each tract's population "
         "exactly, an invariant outside the DP guarantee (as the 2020 production kept state "
@@ -51,11 +53,51 @@ def tabulate(
     swap_statement: Annotated[Path | None, typer.Option(
         help="The <stem>.swap.json that census swap wrote beside these (swapped) persons: "
              "the release then states the swap it was made after.")] = None,
+    protect: Annotated[str | None, typer.Option(
+        help="Publish the count tables protected instead: ckm-ons or ckm-abs (cell key "
+             "perturbation, a ptable of --ckm-d/--ckm-v/--ckm-js), round (to --base), "
+             "suppress (counts below --threshold withheld). The release states the method "
+             "and what the attacker knows, never the seed.")] = None,
+    ckm_d: Annotated[int | None, typer.Option(min=1, help="--protect ckm-*: D, the largest "
+                                              "noise (default 2).")] = None,
+    ckm_v: Annotated[str | None, typer.Option(help="--protect ckm-*: V, the noise variance "
+                                              "('1.08', the default, or '27/25').")] = None,
+    ckm_js: Annotated[int | None, typer.Option(min=0, help="--protect ckm-*: counts 1..js "
+                                               "never published (default 1).")] = None,
+    threshold: Annotated[int | None, typer.Option(
+        min=0, help="--protect suppress: counts 1 to this - 1 withheld (default 3); ckm-*: "
+                    "a perturbed count below it withheld (default 0: none).")] = None,
+    base: Annotated[int | None, typer.Option(min=2, help="--protect round: the base "
+                                             "(default 5).")] = None,
+    rounding: Annotated[str | None, typer.Option(help="--protect round: nearest (default) "
+                                                 "or random.")] = None,
+    attacker_knows: Annotated[str | None, typer.Option(
+        help="--protect: what the attacker is assumed to know, stated in the release: "
+             "ckm-*: ptable (default), d or nothing; round: method (default) or base; "
+             "suppress: nothing (default) or rule.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable summary.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress on stderr.")] = False,
 ) -> None:
     """Compute every SF1 person-table cell for every block and tract (DuckDB, one query);
-    with --dp-rho, the noisy measurements of those cells instead."""
+    with --dp-rho, the noisy measurements of those cells instead; with --protect, the
+    count cells under a protection agencies use (CKM, rounding, suppression)."""
+    given = [name for name, value in (("--ckm-d", ckm_d), ("--ckm-v", ckm_v),
+                                      ("--ckm-js", ckm_js), ("--threshold", threshold),
+                                      ("--base", base), ("--rounding", rounding),
+                                      ("--attacker-knows", attacker_knows)) if value is not None]
+    if protect is None and given:
+        raise StatreconError(f"{given[0]} describes a protection; give --protect too")
+    if protect is not None:
+        if dp_rho is not None or with_p13 or swap_statement is not None:
+            raise StatreconError("--protect publishes the count tables of the persons "
+                                 "given: --dp-rho, --with-p13 and --swap-statement do not go "
+                                 "with it")
+        options = _protect_options(protect, seed, {
+            "d": ckm_d, "v": ckm_v, "js": ckm_js, "threshold": threshold, "base": base,
+            "rounding": rounding, "knowledge": attacker_knows})
+        check_writable(out, "--out", inputs_given=(("--persons", persons),))
+        _tabulate_protected(persons, out, tables, options, as_json, quiet)
+        return
     from statrecon.census.persons.cells import select_cells
     from statrecon.census.persons.microdata import load_persons
     from statrecon.census.persons.noise import noise_summary, noisy_table
@@ -108,6 +150,49 @@ def tabulate(
         if swap is not None:
             Console(stderr=True).print(f"stated with the release: {describe(swap)}",
                                        highlight=False)
+
+
+def _protect_options(method: str, seed: int | None, given: dict[str, Any]) -> Any:
+    """``--protect`` and the parameters given (None: the method's default) as checked
+    options (one line when they do not go together)."""
+    from statrecon.number_reader import NumberError, parse_number
+    from statrecon.runs.census_protect import METHODS, CensusProtectOptions
+
+    if method not in METHODS or method == "swap":
+        raise StatreconError(f"--protect must be one of ckm-ons, ckm-abs, round, suppress; "
+                             f"got {method!r} (swapping: `census swap`, then tabulate)")
+    fields = {k: v for k, v in given.items() if v is not None}
+    if "v" in fields:
+        try:
+            fields["v"] = parse_number(fields["v"], fraction=True, exponent=False)
+        except NumberError as e:
+            raise StatreconError(f"--ckm-v: {e}") from None
+    return CensusProtectOptions(method, seed=seed or 0, **fields)
+
+
+def _tabulate_protected(persons: Path, out: Path, tables: str, options: Any, as_json: bool,
+                        quiet: bool) -> None:
+    from statrecon.runs.census_protect import publish_protected
+
+    t0 = time.perf_counter()
+    with activity("Tabulating and protecting…", quiet=quiet):
+        protected = publish_protected(persons, out, options, tables)
+    withheld = int((protected.block.published < 0).sum() + (protected.tract.published < 0).sum())
+    summary = {"blocks": len(protected.block.geoids), "tracts": len(protected.tract.geoids),
+               "cells": len(protected.cells), "method": options.method,
+               "withheld": withheld, "exact_share": round(protected.exact_share(), 4),
+               "statement": protected.statement,
+               "elapsed_s": round(time.perf_counter() - t0, 3), "out": str(out)}
+    if as_json:
+        sys.stdout.write(json.dumps(summary) + "\n")
+        return
+    Console(stderr=True).print(
+        f"wrote {out}: {len(protected.cells):,} count cells for {summary['blocks']:,} blocks "
+        f"and {summary['tracts']:,} tracts, {options.method}"
+        + (f", {withheld:,} withheld" if withheld else "") + f", in {summary['elapsed_s']} s",
+        highlight=False)
+    Console(stderr=True).print(f"stated with the release: {protected.statement}",
+                               highlight=False)
 
 
 def _noise_plan(cells: Any, rho: float | None, allocation: Path | None) -> Any:
@@ -188,7 +273,7 @@ def reconstruct(
 @census_app.command()
 def certain(
     release: Annotated[Path, typer.Argument(help="Noisy release from `census tabulate "
-                                            "--dp-rho`.")],
+                                            "--dp-rho`, or a protected one (--protect).")],
     out: Annotated[Path, typer.Option(help="Certain persons to write (Parquet).")],
     delta: Annotated[float, typer.Option(help="Failure probability: every claim holds "
                                          "together with probability >= 1 - delta.")] = 0.05,
@@ -204,7 +289,9 @@ def certain(
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress on stderr.")] = False,
 ) -> None:
     """Persons present in every dataset whose tables lie within the noise bounds: certain
-    with probability >= 1 - delta over the mechanism. A rerun resumes (tract by tract)."""
+    with probability >= 1 - delta over the mechanism; for a protected release (CKM,
+    rounding, suppression), within the bounds its protection leaves: certain, no
+    probability. A rerun resumes (tract by tract)."""
     from statrecon.census.persons.release import read_release
     from statrecon.runs.census_certain import DEFAULT_TIME_LIMIT, certain_release
 
@@ -216,16 +303,20 @@ def certain(
         summary = certain_release(rel, out, delta,
                                   time_limit_option(time_limit, DEFAULT_TIME_LIMIT), progress,
                                   workers=workers_option(workers), executor=executor)
+    protected = rel.protection is not None
     data = {"blocks": summary.blocks, "certain_within_noise": summary.persons,
-            "delta": delta, "statuses": summary.statuses,
+            "delta": None if protected else delta, "statuses": summary.statuses,
+            "protection": rel.protection.method if rel.protection else None,
             "elapsed_s": round(summary.elapsed_s, 3), "out": str(out)}
     if as_json:
         sys.stdout.write(json.dumps(data) + "\n")
-    else:
-        Console(stderr=True).print(
-            f"wrote {out}: {summary.persons:,} persons certain within the noise (together, "
-            f"with probability >= {1 - delta:g}) in {summary.blocks:,} blocks; statuses "
-            f"{summary.statuses}, {summary.elapsed_s:.1f} s")
+        return
+    within = (f"within the bounds {rel.protection.method} leaves (always: no probability)"
+              if rel.protection else
+              f"within the noise (together, with probability >= {1 - delta:g})")
+    Console(stderr=True).print(
+        f"wrote {out}: {summary.persons:,} persons certain {within} in {summary.blocks:,} "
+        f"blocks; statuses {summary.statuses}, {summary.elapsed_s:.1f} s")
 
 
 @census_app.command()

@@ -231,8 +231,11 @@ def _certain_table(path: Path) -> tuple[pa.Table, dict[str, Any]]:
     except (ValueError, KeyError, TypeError):
         raise StatreconError(f"{path}: unreadable metadata (make the file with `statrecon "
                              "census certain`)") from None
-    if isinstance(delta, bool) or not isinstance(delta, int | float) or not 0 < delta < 1:
-        raise StatreconError(f"{path}: delta must lie in (0, 1), got {str(delta)[:40]!r}")
+    protected = "protection" in meta  # hard bounds: the claims hold with no probability
+    if isinstance(delta, bool) or not isinstance(delta, int | float) or not (
+            delta == 0 if protected else 0 < delta < 1):
+        raise StatreconError(f"{path}: delta must lie in (0, 1) (0 for the claims of a "
+                             f"protected release), got {str(delta)[:40]!r}")
     columns = {"block": pa.string(), "class": pa.int32(), "persons": pa.int32()}
     if any(name not in table.column_names or not table.schema.field(name).type.equals(kind)
            for name, kind in columns.items()):

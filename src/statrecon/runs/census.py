@@ -100,14 +100,24 @@ class RunSummary:
 
 def noise_scales(release: CensusRelease) -> ReleaseNoise | None:
     """The release's noise when it holds noisy measurements, else None (exact tables,
-    including rho = inf)."""
+    including rho = inf); a protected release's cells are weighed by their method's error
+    (``census_protect.estimate_noise``, which refuses withheld cells)."""
+    if release.protection is not None:
+        # lazy: the ptables (engines/ckm) load only for a protected release
+        from statrecon.runs.census_protect import estimate_noise
+
+        return estimate_noise(release)
     if release.noise is not None and release.noise.noisy:
         return release.noise
     return None
 
 
 def require_exact(release: CensusRelease, what: str = "this command") -> None:
-    """Refuse noisy measurements where only exact tables make sense."""
+    """Refuse noisy measurements and protected tables where only exact tables make
+    sense."""
+    if release.protection is not None:
+        raise StatreconError(f"{release.path}: tables protected by "
+                             f"{release.protection.method}: {what} needs exact tables")
     if noise_scales(release) is not None:
         assert release.noise is not None
         raise StatreconError(

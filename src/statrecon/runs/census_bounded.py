@@ -23,7 +23,6 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from statrecon.census.geography import tract_of
 from statrecon.census.persons.cells import (
     RACES,
     SEXES,
@@ -31,15 +30,16 @@ from statrecon.census.persons.cells import (
     grid_index,
 )
 from statrecon.census.persons.microdata import BLOCK_COLUMN
-from statrecon.runs.census_certain import block_classes, certain_rows
+from statrecon.runs.census_certain import (
+    block_classes,
+    bounded_units,
+    certain_rows,
+    certify_tract,
+)
 from statrecon.runs.census_protect import ProtectedCensus
 from statrecon.runs.parallel import run_units
 
 DEFAULT_TIME_LIMIT = 10.0  # seconds per block (None: no limit)
-
-# a tract's blocks and the bounds of their count cells (blocks x count cells)
-Unit = tuple[str, tuple[str, ...], np.ndarray, np.ndarray]
-Shared = tuple[tuple[Sf1Cell, ...], float | None, int]
 
 
 @dataclass
@@ -56,26 +56,6 @@ class BoundedClaims:
         return int(sum(self.claims["persons"].to_pylist()))
 
 
-def _certain_tract(shared: Shared, unit: Unit) -> tuple[pa.Table, dict[str, int]]:
-    """One unit of work (runs in a worker): the tract's blocks through ``certain_rows``."""
-    cells, time_limit, seed = shared
-    _, blocks, lo, hi = unit
-    return certain_rows(cells, blocks, lo, hi, time_limit, seed)
-
-
-def _units(release: ProtectedCensus, counts: np.ndarray) -> list[Unit]:
-    """The release's blocks by tract, largest tract first."""
-    block = release.block
-    by_tract: dict[str, list[int]] = {}
-    for b, geoid in enumerate(block.geoids):
-        by_tract.setdefault(tract_of(geoid), []).append(b)
-    units: list[Unit] = []
-    for tract, rows in by_tract.items():
-        at = np.ix_(np.array(rows, dtype=np.int64), counts)
-        units.append((tract, tuple(block.geoids[b] for b in rows), block.lo[at], block.hi[at]))
-    return sorted(units, key=lambda u: -len(u[1]))
-
-
 def certain_protected(release: ProtectedCensus, time_limit: float | None = DEFAULT_TIME_LIMIT,
                       seed: int = 0, workers: int = 1) -> BoundedClaims:
     """Prove, block by block, the persons every dataset within the release's bounds holds
@@ -83,12 +63,13 @@ def certain_protected(release: ProtectedCensus, time_limit: float | None = DEFAU
     processes."""
     t0 = time.perf_counter()
     mats, _ = block_classes(release.cells)
-    units = _units(release, np.flatnonzero(mats.is_count))
+    block = release.block
+    units = bounded_units(block.geoids, block.lo, block.hi, np.flatnonzero(mats.is_count))
     tables: list[pa.Table] = []
     statuses: dict[str, int] = {}
-    with closing(run_units(_certain_tract, (release.cells, time_limit, seed), units,
+    with closing(run_units(certify_tract, (release.cells, time_limit, seed), units,
                            workers=max(1, min(workers, len(units))))) as results:
-        for _, (table, counted) in results:
+        for _, (table, counted, _seconds) in results:
             tables.append(table)
             for status, n in counted.items():
                 statuses[status] = statuses.get(status, 0) + n

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from contextlib import closing
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -19,12 +20,14 @@ import pyarrow.compute
 import pyarrow.parquet as pq
 import scipy.sparse as sp
 
+from statrecon.census.geography import tract_of
 from statrecon.census.persons.cells import Sf1Cell, definitions_digest
-from statrecon.census.persons.release import CensusRelease, ReleaseNoise, TractTables
+from statrecon.census.persons.release import CensusRelease, ReleaseNoise
 from statrecon.discrete_gaussian import MIN_ALPHA, BoundOutOfTime
 from statrecon.engines.census import CellMatrices, cell_bounds, certain_in_block, class_matrix
 from statrecon.errors import StatreconError
 from statrecon.outputs import write_atomically
+from statrecon.runs.census_protect import release_bounds
 from statrecon.runs.parallel import run_units
 from statrecon.runs.progress import Progress, Step
 from statrecon.runs.stores import PartStore
@@ -41,7 +44,7 @@ class CertainSummary:
     elapsed_s: float = 0.0
 
 
-Shared = tuple[tuple[Sf1Cell, ...], np.ndarray, float | None]
+Shared = tuple[tuple[Sf1Cell, ...], float | None, int]  # cells, seconds per block, seed
 _CLASSES: dict[str, tuple[CellMatrices, sp.csr_matrix]] = {}
 
 
@@ -77,17 +80,48 @@ def certain_rows(cells: tuple[Sf1Cell, ...], blocks: tuple[str, ...], lo: np.nda
     return table, statuses
 
 
-def certify_tract(shared: Shared, tables: TractTables
-                  ) -> tuple[pa.Table, dict[str, int], float]:
+# a tract's blocks and the bounds of their count cells (blocks x count cells)
+Unit = tuple[str, tuple[str, ...], np.ndarray, np.ndarray]
+
+
+def certify_tract(shared: Shared, unit: Unit) -> tuple[pa.Table, dict[str, int], float]:
     """One unit of work (runs in a worker): every block of the tract, its certain persons
     as rows (block, class, persons), the count of each block status, and its seconds."""
-    cells, t_block, time_limit = shared
+    cells, time_limit, seed = shared
     t0 = time.perf_counter()
-    mats, _ = block_classes(cells)
-    m = tables.block_values[:, np.flatnonzero(mats.is_count)]
-    table, statuses = certain_rows(cells, tuple(tables.blocks), m - t_block, m + t_block,
-                                   time_limit)
+    _, blocks, lo, hi = unit
+    table, statuses = certain_rows(cells, blocks, lo, hi, time_limit, seed)
     return table, statuses, round(time.perf_counter() - t0, 3)
+
+
+def bounded_units(geoids: tuple[str, ...], lo: np.ndarray, hi: np.ndarray,
+                  counts: np.ndarray) -> list[Unit]:
+    """Blocks (rows of ``lo``/``hi``, every block cell) grouped by tract, with the bounds of
+    their count cells (columns ``counts``), largest tract first."""
+    by_tract: dict[str, list[int]] = {}
+    for b, geoid in enumerate(geoids):
+        by_tract.setdefault(tract_of(geoid), []).append(b)
+    units: list[Unit] = []
+    for tract, rows in by_tract.items():
+        at = np.ix_(np.array(rows, dtype=np.int64), counts)
+        units.append((tract, tuple(geoids[b] for b in rows), lo[at], hi[at]))
+    return sorted(units, key=lambda u: -len(u[1]))
+
+
+def _noisy_units(release: CensusRelease, t_block: np.ndarray, done: set[str]
+                 ) -> tuple[int, Iterator[Unit]]:
+    """The tracts not in ``done``, largest first, each with its blocks' noise bounds m +- t
+    (made as each tract is sent, not all at once); and how many there are."""
+    counts = np.flatnonzero(block_classes(release.cells)[0].is_count)
+    todo = sorted((t for t in release.tract_tables() if t.tract not in done),
+                  key=lambda t: -len(t.blocks))
+
+    def units() -> Iterator[Unit]:
+        for t in todo:
+            m = t.block_values[:, counts]
+            yield t.tract, tuple(t.blocks), m - t_block, m + t_block
+
+    return len(todo), units()
 
 
 def _check_request(release: CensusRelease, delta: float) -> ReleaseNoise:
@@ -137,32 +171,51 @@ def certain_release(release: CensusRelease, out: Path, delta: float,
                     time_limit: float | None = DEFAULT_TIME_LIMIT,
                     progress: Progress | None = None,
                     workers: int = 1, executor: str | None = None) -> CertainSummary:
-    """Prove, block by block, the persons in every dataset within the noise bounds; write
-    them to ``out``. Tracts run in parallel (``workers`` or a Dask ``executor``) and each is
-    stored in ``OUT.parts/`` as it finishes, so a rerun after a crash or Ctrl-C resumes.
-    ``time_limit`` holds for the noise bounds, then for each block; past it nothing of the
-    block (of any block, for the bounds) is claimed."""
-    noise = _check_request(release, delta)
+    """Prove, block by block, the persons in every dataset within the release's bounds;
+    write them to ``out``. A noisy release's bounds are the noise bounds at ``delta``
+    (``time_limit`` holds for them first: past it nothing is claimed); a protected release's
+    are the hard bounds its protection leaves (``census_protect.release_bounds``: no
+    probability, ``delta`` unused). Tracts run in parallel (``workers`` or a Dask
+    ``executor``) and each is stored in ``OUT.parts/`` as it finishes, so a rerun after a
+    crash or Ctrl-C resumes; ``time_limit`` holds for each block."""
     t0 = time.perf_counter()
-    bounds = _bounds(release, noise, delta, time_limit)
-    meta: dict[str, Any] = {"release": release.digest, "delta": delta, "rho": noise.rho,
-                            "cells": [asdict(cell) for cell in release.cells]}
     summary = CertainSummary(blocks=len(release.blocks))
-    if bounds is None:  # out of time before any block: every block unknown
-        summary.statuses = {"unknown": len(release.blocks)}
-        _write(out, _claims_table([]), {**meta, "bounds": None,
-                                        "statuses": summary.statuses, "tract_seconds": 0.0})
-        summary.elapsed_s = time.perf_counter() - t0
-        return summary
-    t_block, t_tract = bounds
-    store = PartStore(out, {"release": release.digest, "delta": delta}, META_KEY)
-    _run_tracts(release, store, (release.cells, t_block, time_limit), progress, workers,
-                executor)
+    meta: dict[str, Any] = {"release": release.digest,
+                            "cells": [asdict(cell) for cell in release.cells]}
+    if release.protection is not None:
+        delta = 0.0  # the bounds hold always
+        block, _ = release_bounds(release)
+        counts = np.flatnonzero(block_classes(release.cells)[0].is_count)
+        store = PartStore(out, {"release": release.digest, "delta": delta}, META_KEY)
+        done = store.finished()
+        units = [u for u in bounded_units(block.geoids, block.lo, block.hi, counts)
+                 if u[0] not in done]
+        meta.update({"delta": delta, "protection": release.protection.statement,
+                     "bounds": "protection"})
+        _run_tracts(store, len(units), iter(units), (release.cells, time_limit, 0), progress,
+                    workers, executor)
+    else:
+        noise = _check_request(release, delta)
+        bounds = _bounds(release, noise, delta, time_limit)
+        meta.update({"delta": delta, "rho": noise.rho})
+        if bounds is None:  # out of time before any block: every block unknown
+            summary.statuses = {"unknown": len(release.blocks)}
+            _write(out, _claims_table([]), {**meta, "bounds": None,
+                                            "statuses": summary.statuses,
+                                            "tract_seconds": 0.0})
+            summary.elapsed_s = time.perf_counter() - t0
+            return summary
+        t_block, t_tract = bounds
+        meta["bounds"] = {"block": sorted(set(t_block.tolist())),
+                          "tract": sorted(set(t_tract.tolist()))}
+        store = PartStore(out, {"release": release.digest, "delta": delta}, META_KEY)
+        n, noisy = _noisy_units(release, t_block, set(store.finished()))
+        _run_tracts(store, n, noisy, (release.cells, time_limit, 0), progress, workers,
+                    executor)
     merged, summary.statuses, tract_seconds = _collect(store)
     summary.persons = int(pa.compute.sum(merged["persons"]).as_py() or 0)
-    _write(out, merged, {**meta, "bounds": {"block": sorted(set(t_block.tolist())),
-                                            "tract": sorted(set(t_tract.tolist()))},
-                         "statuses": summary.statuses, "tract_seconds": round(tract_seconds, 2)})
+    _write(out, merged, {**meta, "statuses": summary.statuses,
+                         "tract_seconds": round(tract_seconds, 2)})
     store.clear()
     summary.elapsed_s = time.perf_counter() - t0
     return summary
@@ -171,15 +224,20 @@ def certain_release(release: CensusRelease, out: Path, delta: float,
 def claim_ceilings(release: CensusRelease, delta: float, blocks: list[str],
                    classes: np.ndarray) -> np.ndarray:
     """Per claim (``blocks[i]``, ``classes[i]``), the most persons of that class any dataset
-    within the release's noise bounds at ``delta`` puts in that block: the least upper
-    bound m_c + t_c over the block count cells holding the class (-1: no such block). A
-    claim of ``census certain`` on this release never exceeds it (its witness meets every
-    upper bound), so a claim that does is not about this release."""
-    noise = _check_request(release, delta)
-    bounds = _bounds(release, noise, delta, None)
-    assert bounds is not None  # no time limit
+    within the release's bounds (the noise bounds at ``delta``, or a protection's hard
+    bounds) puts in that block: the least upper bound over the block count cells holding
+    the class (-1: no such block). A claim of ``census certain`` on this release never
+    exceeds it (its witness meets every upper bound), so a claim that does is not about
+    this release."""
     mats, c = block_classes(release.cells)
     counts = np.flatnonzero(mats.is_count)
+    if release.protection is not None:
+        upper = release_bounds(release)[0].hi[:, counts]
+    else:
+        noise = _check_request(release, delta)
+        bounds = _bounds(release, noise, delta, None)
+        assert bounds is not None  # no time limit
+        upper = release.block_values[:, counts] + bounds[0]
     cols = c.tocsc()
     row = {b: i for i, b in enumerate(release.blocks)}
     out = np.full(len(blocks), -1, dtype=np.int64)
@@ -188,28 +246,25 @@ def claim_ceilings(release: CensusRelease, delta: float, blocks: list[str],
         if i is None or not 0 <= k < cols.shape[1]:
             continue
         cells = cols.indices[cols.indptr[k]:cols.indptr[k + 1]]  # never none: P1 holds all
-        upper = release.block_values[i, counts[cells]] + bounds[0][cells]
-        out[j] = max(0, int(upper.min()))
+        out[j] = max(0, int(upper[i, cells].min()))
     return out
 
 
-def _run_tracts(release: CensusRelease, store: PartStore, shared: Shared,
+def _run_tracts(store: PartStore, n: int, units: Iterator[Unit], shared: Shared,
                 progress: Progress | None, workers: int, executor: str | None) -> None:
-    """Every tract not yet in ``store``, largest first, each stored as it finishes."""
-    done = store.finished()
-    todo = [t for t in release.tract_tables() if t.tract not in done]
-    todo.sort(key=lambda t: -len(t.blocks))
+    """The ``n`` tracts of ``units`` (those not yet in ``store``), each stored as it
+    finishes."""
     if progress:
-        progress(Step(0, len(todo), 0))
-    workers = max(1, min(workers, len(todo)))
-    with closing(run_units(certify_tract, shared, todo, workers=workers,
+        progress(Step(0, n, 0))
+    workers = max(1, min(workers, n))
+    with closing(run_units(certify_tract, shared, units, workers=workers,
                            executor=executor)) as results:
         found = 0
-        for i, (tables, (table, statuses, seconds)) in enumerate(results, start=1):
+        for i, (unit, (table, statuses, seconds)) in enumerate(results, start=1):
             found += int(pa.compute.sum(table["persons"]).as_py() or 0)
-            store.write(tables.tract, table, {"statuses": statuses, "seconds": seconds})
+            store.write(unit[0], table, {"statuses": statuses, "seconds": seconds})
             if progress:
-                progress(Step(i, len(todo), found, tables.tract))
+                progress(Step(i, n, found, unit[0]))
 
 
 def _claims_table(tables: list[pa.Table]) -> pa.Table:

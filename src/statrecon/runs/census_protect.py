@@ -21,9 +21,11 @@ counts and key sums come from the one tabulation (``census/persons/tabulate``). 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from pathlib import Path
 from typing import Literal, cast
 
 import numpy as np
@@ -32,13 +34,31 @@ import pyarrow as pa
 
 from statrecon.census.persons.cells import RACES, Sf1Cell, select_cells
 from statrecon.census.persons.microdata import BLOCK_COLUMN
-from statrecon.census.persons.release import MAX_VALUE
-from statrecon.census.persons.swap import PersonsSwap, statement, swap_persons, swapped_file
+from statrecon.census.persons.release import (
+    MAX_VALUE,
+    CensusRelease,
+    ReleaseNoise,
+    ReleaseProtection,
+    write_release,
+)
+from statrecon.census.persons.swap import (
+    PersonsSwap,
+    read_persons,
+    statement,
+    swap_persons,
+    swapped_file,
+)
 from statrecon.census.persons.swap_statement import describe
 from statrecon.census.persons.tabulate import KEY_COLUMN, tabulate_cells
 from statrecon.db import hardened
-from statrecon.engines.ckm import PTableParams, build_ptable
-from statrecon.errors import check_choice, check_count, check_option
+from statrecon.engines.ckm import MAX_D, PTableParams, build_ptable
+from statrecon.errors import (
+    InconsistentReleaseError,
+    StatreconError,
+    check_choice,
+    check_count,
+    check_option,
+)
 from statrecon.tables import ckm, rounding
 
 Method = Literal["ckm-ons", "ckm-abs", "round", "suppress", "swap"]
@@ -80,6 +100,12 @@ class CensusProtectOptions:
     def __post_init__(self) -> None:
         check_choice(self, "method", METHODS)
         check_count(self, "seed", 0)
+        check_option(self, "d", isinstance(self.d, int) and 1 <= self.d <= MAX_D,
+                     f"a whole number from 1 to {MAX_D}")
+        check_option(self, "v", isinstance(self.v, int | Fraction) and self.v > 0,
+                     "an exact number above 0")
+        check_option(self, "js", isinstance(self.js, int) and 0 <= self.js <= MAX_D,
+                     f"a whole number from 0 to {MAX_D}")
         check_count(self, "base", 2)
         check_count(self, "swap_k", 0)
         check_count(self, "threshold", 0, optional=True)
@@ -153,7 +179,7 @@ def protect_census(persons: pd.DataFrame, options: CensusProtectOptions,
     if options.method in ("ckm-ons", "ckm-abs"):
         return _perturbed(persons, cells, options)
     publish = _rounded if options.method == "round" else _suppressed
-    levels = [publish(true, _total_column(cells, level), options, MAX_VALUE[level])
+    levels = [publish(true, cells, level, options)
               for true, level in zip(_tabulate(persons, cells), LEVELS, strict=True)]
     return ProtectedCensus(options, cells, levels[0], levels[1], _statement(options))
 
@@ -175,12 +201,6 @@ def true_tables(persons: pd.DataFrame, cells: tuple[Sf1Cell, ...]
     """The true counts of ``cells`` (block, tract) as geographies x cells in ``published``
     (bounds left empty): what a protection is measured against."""
     return _tabulate(persons, cells)
-
-
-def _total_column(cells: tuple[Sf1Cell, ...], level: str) -> int | None:
-    """The column of the level's total cell (every person), or None."""
-    return next((k for k, c in enumerate(c for c in cells if c.level == level)
-                 if c.is_total), None)
 
 
 def _statement(options: CensusProtectOptions) -> str:
@@ -248,62 +268,111 @@ def _tabulate(persons: pd.DataFrame, cells: tuple[Sf1Cell, ...],
 
 # ------------------------------------------------------------------------- the protections
 
+Rule = Callable[[int], tuple[int, int | None]]  # published value -> least, greatest count
+_INCONSISTENT = ": the release is inconsistent with its protection"
 
-def _bounded(true: BoundedCells, publish: Callable[[np.ndarray], np.ndarray],
-             bounds: Callable[[int], tuple[int, int | None]], cap: int) -> BoundedCells:
-    """``true``'s cells published by ``publish`` (values -> values, -1 withheld), each with
-    the bounds ``bounds`` gives its published value (an upper None: ``cap``)."""
-    published = publish(true.published)
+
+def _bounded(geoids: tuple[str, ...], published: np.ndarray, rule: Rule, cap: int,
+             level_cells: Sequence[Sf1Cell]) -> BoundedCells:
+    """Each published value (-1: withheld) with the bounds ``rule`` gives it (an upper None:
+    ``cap``); a value the protection cannot publish names its geography and cell."""
     lo = np.empty_like(published)
     hi = np.empty_like(published)
     for value in np.unique(published).tolist():
-        low, high = bounds(int(value))
         where = published == value
+        try:
+            low, high = rule(int(value))
+        except InconsistentReleaseError as e:
+            g, c = (int(i[0]) for i in np.nonzero(where))
+            cell = level_cells[c]
+            raise InconsistentReleaseError(
+                f"{cell.level} {geoids[g]} {cell.table} {cell.cell}: {e}") from None
         lo[where], hi[where] = low, cap if high is None else min(high, cap)
-    return BoundedCells(true.geoids, published, lo, hi)
+    return BoundedCells(geoids, published, lo, hi)
 
 
-def _rounded(true: BoundedCells, total: int | None, options: CensusProtectOptions,
-             cap: int) -> BoundedCells:
-    base, method, knows = options.base, _method(options), _round_knows(options)
-
-    def publish(values: np.ndarray) -> np.ndarray:
-        flat = values.ravel()
-        out = np.zeros_like(flat)
-        live = np.flatnonzero(flat)  # a zero is a multiple: it stays, whatever the method
-        fractions = [Fraction(int(v)) for v in flat[live]]
-        done = rounding.round_nearest(fractions, base) if method == "nearest" else \
-            rounding.round_random(fractions, base, options.seed, 1)
-        out[live] = [int(r) for r in done]
-        return out.reshape(values.shape)
-
-    def bounds(value: int) -> tuple[int, int | None]:
-        low, high = rounding.possible(Fraction(value), base, method, knows, 1)
-        return int(low), int(high)
-
-    return _bounded(true, publish, bounds, cap)
-
-
-def _suppressed(true: BoundedCells, total: int | None, options: CensusProtectOptions,
-                cap: int) -> BoundedCells:
-    """Counts 1..t-1 withheld; a withheld count lies in 1..t-1 (the rule known) or anywhere
-    from 0 to what its geography holds: its published total, else the level's cap."""
-    t = options.cutoff
-
-    def publish(values: np.ndarray) -> np.ndarray:
-        return np.where((values > 0) & (values < t), -1, values)
-
-    def bounds(value: int) -> tuple[int, int | None]:
-        if value >= 0:
-            return value, value
-        return (1, t - 1) if options.known == "rule" else (0, None)
-
-    out = _bounded(true, publish, bounds, cap)
-    if total is None or options.known == "rule" or not out.hi.size:
+def _limits(options: CensusProtectOptions, geoids: tuple[str, ...], published: np.ndarray,
+            level_cells: Sequence[Sf1Cell], cap: int) -> BoundedCells:
+    """One level's published values with the true counts each allows under ``options``: the
+    one place bounds are made, for a protection run here and for a release read back."""
+    out = _bounded(geoids, published, _rule(options), cap, level_cells)
+    if options.method != "suppress" or options.known == "rule" or not out.hi.size:
         return out
+    total = next((k for k, c in enumerate(level_cells) if c.is_total), None)
+    if total is None:
+        return out
+    # a suppressed count is at most what its geography holds: its total, when published
     room = np.where(out.published[:, total] >= 0, out.hi[:, total], cap)
     hi = np.where(out.published < 0, room[:, None], out.hi)
     return BoundedCells(out.geoids, out.published, out.lo, hi)
+
+
+def _rule(options: CensusProtectOptions) -> Rule:
+    """The least and greatest true count a published value allows (-1: withheld), the
+    attacker knowing ``options.known``; InconsistentReleaseError for a value the method
+    never publishes."""
+    if options.method == "round":
+        return functools.partial(_round_rule, options.base, _method(options),
+                                 _round_knows(options))
+    if options.method == "suppress":
+        return functools.partial(_suppress_rule, options.cutoff, options.known)
+    ptable = _ptable(options.method, options.d, Fraction(options.v), options.js)
+    return functools.partial(_ckm_rule, ptable, options.cutoff, _ckm_knows(options))
+
+
+def _round_rule(base: int, method: rounding.Method, knows: rounding.Knowledge, value: int
+                ) -> tuple[int, int | None]:
+    if value < 0 or value % base:
+        raise InconsistentReleaseError(f"{value} is not a multiple of {base}, so rounding to "
+                                       f"base {base} never publishes it{_INCONSISTENT}")
+    low, high = rounding.possible(Fraction(value), base, method, knows, 1)
+    return int(low), int(high)
+
+
+def _suppress_rule(threshold: int, known: str, value: int) -> tuple[int, int | None]:
+    """Counts 1..t-1 withheld; a withheld count lies in 1..t-1 (the rule known) or anywhere
+    from 0 up (``_limits`` then caps it at its geography's published total)."""
+    if value >= 0:
+        if 0 < value < threshold:
+            raise InconsistentReleaseError(f"{value} is published, but counts from 1 to "
+                                           f"{threshold - 1} are suppressed{_INCONSISTENT}")
+        return value, value
+    return (1, threshold - 1) if known == "rule" else (0, None)
+
+
+def _ckm_rule(ptable: ckm.PTable, threshold: int, knows: ckm.Knowledge, value: int
+              ) -> tuple[int, int | None]:
+    if value < 0:
+        return ptable.possible_below(threshold, knows)
+    if value < threshold:
+        raise InconsistentReleaseError(f"{value} is published, but values below the "
+                                       f"threshold {threshold} are withheld{_INCONSISTENT}")
+    return ptable.possible(value, knows)
+
+
+def _level_cells(cells: tuple[Sf1Cell, ...], level: str) -> list[Sf1Cell]:
+    return [c for c in cells if c.level == level]
+
+
+def _rounded(true: BoundedCells, cells: tuple[Sf1Cell, ...], level: str,
+             options: CensusProtectOptions) -> BoundedCells:
+    base, method = options.base, _method(options)
+    flat = true.published.ravel()
+    out = np.zeros_like(flat)
+    live = np.flatnonzero(flat)  # a zero is a multiple: it stays, whatever the method
+    fractions = [Fraction(int(v)) for v in flat[live]]
+    done = rounding.round_nearest(fractions, base) if method == "nearest" else \
+        rounding.round_random(fractions, base, options.seed, 1)
+    out[live] = [int(r) for r in done]
+    return _limits(options, true.geoids, out.reshape(true.published.shape),
+                   _level_cells(cells, level), MAX_VALUE[level])
+
+
+def _suppressed(true: BoundedCells, cells: tuple[Sf1Cell, ...], level: str,
+                options: CensusProtectOptions) -> BoundedCells:
+    t, values = options.cutoff, true.published
+    return _limits(options, true.geoids, np.where((values > 0) & (values < t), -1, values),
+                   _level_cells(cells, level), MAX_VALUE[level])
 
 
 @functools.cache
@@ -322,26 +391,123 @@ def _perturbed(persons: pd.DataFrame, cells: tuple[Sf1Cell, ...],
     keys = ptable.draw_keys(len(persons), options.seed)
     scale = max(k.denominator for k in keys) if keys else 1
     whole = np.array([int(k * scale) for k in keys], dtype=np.int64)
-    threshold, knows = options.cutoff, _ckm_knows(options)
+    threshold = options.cutoff
+    zero = ckm.perturb(0, Fraction(0), ptable, threshold).published
     levels = []
     for true, sums, level in zip(_tabulate(persons, cells), _tabulate(persons, cells, whole),
                                  LEVELS, strict=True):
         assert true.geoids == sums.geoids  # one tabulation, one order
-
-        def publish(values: np.ndarray, sums: BoundedCells = sums) -> np.ndarray:
-            flat, key_sums = values.ravel(), sums.published.ravel()
-            zero = ckm.perturb(0, Fraction(0), ptable, threshold).published
-            out = np.full(flat.shape, -1 if zero is None else zero, dtype=np.int64)
-            for i in np.flatnonzero(flat).tolist():
-                got = ckm.perturb(int(flat[i]), Fraction(int(key_sums[i]), scale), ptable,
-                                  threshold).published
-                out[i] = -1 if got is None else got
-            return out.reshape(values.shape)
-
-        def bounds(value: int) -> tuple[int, int | None]:
-            if value < 0:
-                return ptable.possible_below(threshold, knows)
-            return ptable.possible(value, knows)
-
-        levels.append(_bounded(true, publish, bounds, MAX_VALUE[level]))
+        flat, key_sums = true.published.ravel(), sums.published.ravel()
+        out = np.full(flat.shape, -1 if zero is None else zero, dtype=np.int64)
+        for i in np.flatnonzero(flat).tolist():
+            got = ckm.perturb(int(flat[i]), Fraction(int(key_sums[i]), scale), ptable,
+                              threshold).published
+            out[i] = -1 if got is None else got
+        levels.append(_limits(options, true.geoids, out.reshape(true.published.shape),
+                              _level_cells(cells, level), MAX_VALUE[level]))
     return ProtectedCensus(options, cells, levels[0], levels[1], _statement(options))
+
+
+# ------------------------------------------------------------------- as a release file
+
+
+def protection_of(protected: ProtectedCensus) -> ReleaseProtection:
+    """What the release states about its protection: the method and its public parameters
+    (never the seed), what the attacker is assumed to know, in words too."""
+    o, said = protected.options, protected.statement
+    if o.method == "round":
+        return ReleaseProtection(o.method, base=o.base, rounding=o.rounding,
+                                 knowledge=o.known, statement=said)
+    if o.method == "suppress":
+        return ReleaseProtection(o.method, threshold=o.cutoff, knowledge=o.known,
+                                 statement=said)
+    return ReleaseProtection(o.method, d=o.d, v=Fraction(o.v), js=o.js, threshold=o.cutoff,
+                             knowledge=o.known, statement=said)
+
+
+def options_of(release: CensusRelease) -> CensusProtectOptions:
+    """The protection a release states, checked as options (a StatreconError naming the
+    file: a method the reader knows with parameters that do not go together)."""
+    p = release.protection
+    if p is None:
+        raise StatreconError(f"{release.path}: not a protected release (make one with "
+                             "`census tabulate --protect`)")
+    fields = {k: v for k, v in (("d", p.d), ("v", p.v), ("js", p.js), ("base", p.base),
+                                ("rounding", p.rounding)) if v is not None}
+    try:
+        options = CensusProtectOptions(cast(Method, p.method), threshold=p.threshold,
+                                       knowledge=p.knowledge, **fields)  # type: ignore[arg-type]
+        _rule(options)  # a ptable that cannot be built is refused here, naming the file
+    except StatreconError as e:
+        raise StatreconError(f"{release.path}: protection: {e}") from None
+    return options
+
+
+def release_bounds(release: CensusRelease) -> tuple[BoundedCells, BoundedCells]:
+    """Each level's published values with the least and greatest true count they allow, by
+    the rule ``protect_census`` publishes with; InconsistentReleaseError (exit 2) naming the
+    file and the cell where a value is one its protection never publishes."""
+    options = options_of(release)
+    try:
+        return (_limits(options, release.blocks, release.block_values,
+                        release.block_cells, MAX_VALUE["block"]),
+                _limits(options, release.tracts, release.tract_values,
+                        release.tract_cells, MAX_VALUE["tract"]))
+    except InconsistentReleaseError as e:
+        raise InconsistentReleaseError(f"{release.path}: {e}") from None
+
+
+def noise_scale(options: CensusProtectOptions) -> float:
+    """The standard deviation of a method's error, the weight of its cells in the top-down
+    estimate: rounding to b, sqrt((b^2 - 1) / 12) (the residue uniform); CKM, sqrt(V)."""
+    if options.method == "round":
+        return math.sqrt((options.base ** 2 - 1) / 12)
+    return math.sqrt(float(options.v))
+
+
+def estimate_noise(release: CensusRelease) -> ReleaseNoise:
+    """A protected release's cells as noisy measurements for the top-down estimate, each
+    weighed by its method's error (``noise_scale``); refused for withheld cells (the
+    estimate needs every cell: ``census certain`` proves what they leave)."""
+    options = options_of(release)
+    if options.method == "suppress" or (release.block_values < 0).any() or (
+            release.tract_values < 0).any():
+        raise StatreconError(f"{release.path}: cells withheld by its protection "
+                             f"({options.method}); the reconstruction needs every cell "
+                             "published: `census certain` proves what the release reveals")
+    scale = noise_scale(options)
+    return ReleaseNoise(math.nan, {c.table: scale for c in release.cells},
+                        f"{options.method}: the method's own error, weighed as noise of its "
+                        "standard deviation")
+
+
+def write_protected(protected: ProtectedCensus, path: Path, tables: str) -> None:
+    """The protected tables as a release file (``census/persons/release``): the published
+    values (a withheld cell null) and the protection, so ``read_release`` and
+    ``release_bounds`` give back every cell's bounds."""
+    parts = []
+    for level, bounded in zip(LEVELS, (protected.block, protected.tract), strict=True):
+        cells = _level_cells(protected.cells, level)
+        n, g = len(cells), len(bounded.geoids)
+        values = bounded.published.reshape(-1) if n else np.zeros(0, dtype=np.int64)
+        parts.append(pa.table({
+            "level": pa.array([level] * (g * n), pa.string()),
+            "geoid": pa.array(np.repeat(np.array(bounded.geoids, dtype=object), n),
+                              pa.string()),
+            "table": pa.array([c.table for c in cells] * g, pa.string()),
+            "cell": pa.array([c.cell for c in cells] * g, pa.string()),
+            "value": pa.array(values, pa.int64(), mask=values < 0)}))
+    write_release(pa.concat_tables(parts), protected.cells, tables, path,
+                  protection=protection_of(protected))
+
+
+def publish_protected(persons_path: Path, out: Path, options: CensusProtectOptions,
+                      tables: str = "sf1-persons") -> ProtectedCensus:
+    """``census tabulate --protect``: the persons file checked, its count tables published
+    under ``options`` and written to ``out``."""
+    if options.method == "swap":
+        raise StatreconError("swapping publishes exact tables of swapped persons: run "
+                             "`census swap`, then `census tabulate --swap-statement`")
+    protected = protect_census(read_persons(persons_path).persons, options, tables)
+    write_protected(protected, out, tables)
+    return protected

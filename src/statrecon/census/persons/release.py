@@ -2,7 +2,9 @@
 
 Rows: ``level`` (block/tract), ``geoid``, ``table``, ``cell``, ``value``. The schema metadata
 key ``statrecon.census`` holds the definitions (every cell's conditions), so a release reads
-back and reconstructs without the microdata or this package's cell file.
+back and reconstructs without the microdata or this package's cell file; a noisy release
+states its noise (``noise``), a protected one its protection (``protection``: the method and
+its public parameters, never its seed; a withheld cell's value is null).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import re
 from collections.abc import Iterator
 from contextlib import closing
 from dataclasses import asdict, dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +38,7 @@ from statrecon.census.persons.swap_statement import check_statement
 from statrecon.db import hardened
 from statrecon.discrete_gaussian import sampler_reach, scale_problem
 from statrecon.errors import StatreconError
+from statrecon.number_reader import NumberError, parse_number
 from statrecon.outputs import write_atomically
 
 if TYPE_CHECKING:
@@ -53,18 +57,23 @@ INVARIANT_ALPHA = 1e-12
 
 def write_release(table: pa.Table, cells: tuple[Sf1Cell, ...], tables: str, path: Path,
                   noise: dict[str, object] | None = None,
-                  swap: dict[str, Any] | None = None) -> None:
+                  swap: dict[str, Any] | None = None,
+                  protection: ReleaseProtection | None = None) -> None:
     """Write the long table with its definitions (atomically: temp file, then rename);
     ``noise``: what a noisy release states about its noise (``NoisePlan.as_json`` and the
     sampler); ``swap``: the statement of the swap its persons went through
-    (``swap_statement``)."""
+    (``swap_statement``); ``protection``: the protection its values went through."""
     meta: dict[str, object] = {"format": FORMAT, "tables": tables,
                                "digest": definitions_digest(cells),
                                "cells": [asdict(c) for c in cells]}
+    if noise is not None and protection is not None:
+        raise ValueError("a release is noisy or protected, not both")
     if noise is not None:
         meta["noise"] = noise
     if swap is not None:
         meta["swap"] = check_statement(swap)
+    if protection is not None:
+        meta["protection"] = protection.as_json()
     table = table.replace_schema_metadata({METADATA_KEY: json.dumps(meta).encode()})
     write_atomically(path, lambda tmp: pq.write_table(table, tmp))
 
@@ -169,6 +178,95 @@ class ReleaseNoise:
         return any(s > 0 for s in self.sigma.values())
 
 
+PROTECTIONS = ("ckm-ons", "ckm-abs", "round", "suppress")  # what a release file can state
+_WHOLE = {"d", "js", "threshold", "base"}
+_NAMES = {"method", "rounding", "knowledge"}
+MAX_PARAMETER = 1_000_000  # no published parameter (D, js, a threshold, a base) is larger
+
+
+@dataclass(frozen=True)
+class ReleaseProtection:
+    """What a protected release states about its protection (``census tabulate
+    --protect``): the method and its public parameters, never its seed, and what the
+    attacker is assumed to know; the true counts each published value allows follow from
+    them (``runs/census_protect.release_bounds``, where they are checked as options)."""
+
+    method: str
+    d: int | None = None
+    v: Fraction | None = None
+    js: int | None = None
+    threshold: int | None = None
+    base: int | None = None
+    rounding: str | None = None
+    knowledge: str | None = None
+    statement: str = ""
+
+    @property
+    def withholds(self) -> bool:
+        """Whether a cell may be withheld (suppression; CKM below a threshold)."""
+        return self.method == "suppress" or (self.method.startswith("ckm")
+                                             and (self.threshold or 0) > 0)
+
+    @property
+    def slack(self) -> int:
+        """How far above a true count its published value may lie."""
+        return (self.d or 0) if self.method.startswith("ckm") else (self.base or 0)
+
+    def as_json(self) -> dict[str, object]:
+        out: dict[str, object] = {k: v for k, v in asdict(self).items() if v is not None}
+        if self.v is not None:
+            out["v"] = str(self.v)
+        return out
+
+
+def _protection_from_meta(raw: object) -> ReleaseProtection | None:
+    """The protection a release states, every field checked for its type and size (it is
+    user text); what the values mean together is checked where the bounds are made."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise ValueError("protection: expected a mapping of the method and its parameters")
+    unknown = sorted(str(k)[:40] for k in raw if k not in ReleaseProtection.__dataclass_fields__)
+    if unknown:
+        raise ValueError(f"protection: unknown field {unknown[0]!r}")
+    if raw.get("method") not in PROTECTIONS:
+        raise ValueError(f"protection: method must be one of {', '.join(PROTECTIONS)}, got "
+                         f"{str(raw.get('method'))[:40]!r}")
+    return ReleaseProtection(**{k: _protection_field(k, v) for k, v in raw.items()
+                                if v is not None})
+
+
+def _protection_field(key: str, value: object) -> Any:
+    if key in _WHOLE:
+        if isinstance(value, bool) or not isinstance(value, int) or not \
+                0 <= value <= MAX_PARAMETER:
+            raise ValueError(f"protection: {key} must be a whole number from 0 to "
+                             f"{MAX_PARAMETER:,}, got {str(value)[:40]!r}")
+    elif key in _NAMES:
+        if not isinstance(value, str) or not NAME.fullmatch(value):
+            raise ValueError(f"protection: {key} must be a plain name, got "
+                             f"{str(value)[:40]!r}")
+    elif key == "v":
+        return _variance(value)
+    elif not isinstance(value, str) or len(value) > 2000:
+        raise ValueError("protection: statement must be text (at most 2,000 characters)")
+    return value
+
+
+def _variance(value: object) -> Fraction:
+    """V as the exact fraction its text states ('27/25', '1.08')."""
+    if not isinstance(value, str):
+        raise ValueError(f"protection: v must be written as text ('27/25' or '1.08'), got "
+                         f"{str(value)[:40]!r}")
+    try:
+        v = parse_number(value, fraction=True, exponent=False)
+    except NumberError as e:
+        raise ValueError(f"protection: v: {e}") from None
+    if not 0 < v <= MAX_PARAMETER:
+        raise ValueError(f"protection: v must be above 0, got {value[:40]!r}")
+    return v
+
+
 @dataclass(frozen=True)
 class CensusRelease:
     """A validated release: cell definitions and the value matrices per level."""
@@ -183,6 +281,8 @@ class CensusRelease:
     tract_values: np.ndarray  # tracts x tract cells
     noise: ReleaseNoise | None = None  # None: exact tables
     swap: dict[str, Any] | None = None  # the swap statement its persons came with, if any
+    # the protection its values went through (withheld cells: -1), None: exact or noisy
+    protection: ReleaseProtection | None = None
 
     @property
     def block_cells(self) -> list[Sf1Cell]:
@@ -236,6 +336,10 @@ def read_release(path: Path) -> CensusRelease:
     try:
         noise = _noise_from_meta(meta.get("noise"), cells)
         swap = None if meta.get("swap") is None else check_statement(meta["swap"])
+        protection = _protection_from_meta(meta.get("protection"))
+        if protection is not None and noise is not None:
+            raise ValueError("the release states both noise and a protection; a release "
+                             "is noisy measurements or protected tables, not both")
     except (ValueError, TypeError) as e:
         raise StatreconError(f"{path}: {e}") from None
     missing = [c for c in COLUMNS if c not in schema.names]
@@ -244,7 +348,7 @@ def read_release(path: Path) -> CensusRelease:
     noisy = noise is not None and noise.noisy
     reach = None if noise is None or not noisy else {
         t: sampler_reach(v) for t, v in noise.sigma.items()}
-    block_values, tract_values, blocks, tracts = _values(path, cells, reach)
+    block_values, tract_values, blocks, tracts = _values(path, cells, reach, protection)
     try:  # P1 gives each block's population
         _total_cell([c for c in cells if c.level == "block"])
     except StatreconError as e:
@@ -253,9 +357,11 @@ def read_release(path: Path) -> CensusRelease:
     if noise is not None and noise.tract_population is not None:
         _check_invariants(path, noise.tract_population, tracts)
         h += ":" + _hash_invariants(noise.tract_population)
+    if protection is not None:
+        h += ":" + _hash_text(json.dumps(protection.as_json(), sort_keys=True))
     release = CensusRelease(path, cells, str(meta.get("tables", "")), h, blocks, tracts,
-                            block_values, tract_values, noise, swap)
-    if not noisy:  # noisy measurements do not add up, by design
+                            block_values, tract_values, noise, swap, protection)
+    if not noisy and protection is None:  # noisy or protected counts need not add up
         check_identities(release)
     if noise is not None and noise.tract_population is not None:
         _check_population_fits(release, noise, noise.tract_population)
@@ -339,9 +445,12 @@ def _invariants(raw: object) -> dict[str, int] | None:
 
 
 def _hash_invariants(population: dict[str, int]) -> str:
-    import hashlib  # lazy: stdlib, only for releases with invariants
+    return _hash_text(json.dumps(sorted(population.items())))
 
-    text = json.dumps(sorted(population.items()))
+
+def _hash_text(text: str) -> str:
+    import hashlib  # lazy: stdlib, only for releases with invariants or a protection
+
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -420,16 +529,24 @@ def _first(con: duckdb.DuckDBPyConnection, condition: str,
 
 
 def _check_entries(path: Path, con: duckdb.DuckDBPyConnection,
-                   reach: dict[str, int] | None) -> None:
-    """Every value is a whole count within what its level holds; every level is known.
-    ``reach``: a noisy release's farthest draw per table (``_check_noisy_range``)."""
+                   reach: dict[str, int] | None,
+                   protection: ReleaseProtection | None = None) -> None:
+    """Every value is a whole count within what its level holds (a protected one within
+    what its protection adds, a withheld one null where the protection withholds); every
+    level is known. ``reach``: a noisy release's farthest draw per table
+    (``_check_noisy_range``)."""
     number = _NUMBER
-    bad = _first(con, "value IS NULL")
-    if bad:
-        raise StatreconError(f"{path}: {bad[0]} {bad[1]} {bad[2]} {bad[3]}: no value")
+    withholds = protection is not None and protection.withholds
+    if not withholds:
+        bad = _first(con, "value IS NULL")
+        if bad:
+            hint = "" if protection is None else (
+                f" (the release's protection, {protection.method}, withholds no cell)")
+            raise StatreconError(f"{path}: {bad[0]} {bad[1]} {bad[2]} {bad[3]}: no value"
+                                 + hint)
     floor = "" if reach is not None else f" OR {number} < 0"
-    bad = _first(con, f"{number} IS NULL OR NOT isfinite({number}) OR {number} <> "
-                      f"round({number}){floor}")
+    bad = _first(con, f"value IS NOT NULL AND ({number} IS NULL OR NOT isfinite({number}) "
+                      f"OR {number} <> round({number}){floor})")
     if bad:
         hint = ("" if reach is not None else " (a noisy release states its noise: make it "
                 "with census tabulate --dp-rho)")
@@ -442,13 +559,15 @@ def _check_entries(path: Path, con: duckdb.DuckDBPyConnection,
     if reach is not None:
         _check_noisy_range(path, con, reach)
         return
+    slack = 0 if protection is None else protection.slack
     for level, limit in MAX_VALUE.items():
         bad = _first(con, f"level = $level AND {number} > $limit",
-                     {"level": level, "limit": limit})
+                     {"level": level, "limit": limit + slack})
         if bad:
+            added = "" if not slack else f", and {slack:,} more that its protection may add"
             raise StatreconError(f"{path}: {bad[0]} {bad[1]} {bad[2]} {bad[3]}: value {bad[4]} "
                                  f"is more than a census {level} holds (at most {limit:,} "
-                                 f"persons)")
+                                 f"persons{added})")
 
 
 def _check_noisy_range(path: Path, con: duckdb.DuckDBPyConnection, reach: dict[str, int]
@@ -512,7 +631,7 @@ def _level_matrix(path: Path, con: duckdb.DuckDBPyConnection, cells: tuple[Sf1Ce
                              f"not a {level}-level cell of the release's definitions")
     arrays = con.execute(f"""
         SELECT CAST(dense_rank() OVER (ORDER BY r.geoid) - 1 AS INTEGER) AS gi,
-               CAST(d.ci AS INTEGER) AS ci, CAST({number} AS INTEGER) AS value
+               CAST(d.ci AS INTEGER) AS ci, COALESCE(CAST({number} AS INTEGER), -1) AS value
         FROM release r JOIN defs d ON r.cell = d.cell
         WHERE r.level = $level""", {"level": level}).fetchnumpy()
     con.unregister("defs")
@@ -524,7 +643,8 @@ def _level_matrix(path: Path, con: duckdb.DuckDBPyConnection, cells: tuple[Sf1Ce
     return matrix, ids
 
 
-def _values(path: Path, cells: tuple[Sf1Cell, ...], reach: dict[str, int] | None = None
+def _values(path: Path, cells: tuple[Sf1Cell, ...], reach: dict[str, int] | None = None,
+            protection: ReleaseProtection | None = None
             ) -> tuple[np.ndarray, np.ndarray, tuple[str, ...], tuple[str, ...]]:
     """Pivot the long table to (geographies x cells) per level, checking every entry.
 
@@ -536,7 +656,7 @@ def _values(path: Path, cells: tuple[Sf1Cell, ...], reach: dict[str, int] | None
     # closed here, not whenever the collector gets to it: a connection (and the Arrow table
     # it scans) torn down by the collector in the middle of another query crashed DuckDB
     with closing(hardened({"release": _read_columns(path)})) as con:
-        _check_entries(path, con, reach)
+        _check_entries(path, con, reach, protection)
         for level, length in (("block", GEOID_LENGTH), ("tract", TRACT_LENGTH)):
             matrix, ids = _level_matrix(path, con, cells, level, length)
             out.append(matrix)

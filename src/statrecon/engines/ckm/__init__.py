@@ -9,7 +9,13 @@ from statrecon.engines.ckm.posterior import (
     posteriors,
     ranking,
 )
-from statrecon.engines.ckm.ptable import PTableParams, build_ptable, maximum_entropy, ptable_row
+from statrecon.engines.ckm.ptable import (
+    MAX_D,
+    PTableParams,
+    build_ptable,
+    maximum_entropy,
+    ptable_row,
+)
 
-__all__ = ["CellPosterior", "PTableParams", "PosteriorOptions", "build_ptable",
+__all__ = ["MAX_D", "CellPosterior", "PTableParams", "PosteriorOptions", "build_ptable",
            "maximum_entropy", "posteriors", "ptable_row", "ranking"]
