@@ -25,7 +25,6 @@ from statrecon.census.persons.swap import read_persons
 from statrecon.runs.census_bounded import certain_protected, claimed_beyond
 from statrecon.runs.census_protect import (
     CensusProtectOptions,
-    protect_census,
     publish_protected,
     release_bounds,
     true_tables,

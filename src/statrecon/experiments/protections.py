@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -45,7 +44,7 @@ import numpy as np
 import pandas as pd
 
 from statrecon.census.persons.microdata import BLOCK_COLUMN
-from statrecon.census.persons.release import CensusRelease, ReleaseNoise, read_release
+from statrecon.census.persons.release import CensusRelease, read_release
 from statrecon.census.persons.swap import read_persons, swap_persons, swapped_file
 from statrecon.engines.census import DEFAULT_TRACT_TIME_LIMIT, CensusOptions
 from statrecon.errors import StatreconError, check_count, check_option
@@ -62,6 +61,7 @@ from statrecon.runs.census_protect import (
     ProtectedCensus,
     count_cells,
     protect_census,
+    protection_of,
     swap_plan,
     true_tables,
 )
@@ -201,31 +201,22 @@ def _digest(protected: ProtectedCensus) -> str:
     return h.hexdigest()[:16]
 
 
-def noise_scale(options: CensusProtectOptions) -> float:
-    """The standard deviation of a method's error, the weight of its cells in the top-down
-    estimate: rounding to b, sqrt((b^2 - 1) / 12) (the residue uniform); CKM, sqrt(V)."""
-    if options.method == "round":
-        return math.sqrt((options.base ** 2 - 1) / 12)
-    return math.sqrt(float(options.v))
-
-
 def as_release(protected: ProtectedCensus, folder: Path) -> CensusRelease | None:
-    """The protected tables as a release the census reconstruction takes: exact tables
-    (swapping), noisy measurements weighed by ``noise_scale`` (CKM, rounding), None for a
-    release with withheld cells (suppression)."""
+    """The protected tables as a release the census reconstruction takes, as
+    ``census tabulate --protect`` would write it: exact tables (swapping), protected ones
+    whose cells the reconstruction weighs by their method's error (CKM, rounding:
+    ``census_protect.estimate_noise``), None for a release with withheld cells
+    (suppression)."""
     block, tract = protected.block, protected.tract
     if (block.published < 0).any() or (tract.published < 0).any():
         return None
-    method = protected.options.method
-    noise = None if method == "swap" else ReleaseNoise(
-        math.nan, {c.table: noise_scale(protected.options) for c in protected.cells},
-        f"{method}: the method's own error, weighed as noise of its standard deviation")
+    protection = None if protected.options.method == "swap" else protection_of(protected)
     b = np.argsort(np.array(block.geoids)) if block.geoids else np.zeros(0, dtype=np.int64)
     t = np.argsort(np.array(tract.geoids)) if tract.geoids else np.zeros(0, dtype=np.int64)
     return CensusRelease(folder / "release", protected.cells, "sf1-persons",
                          _digest(protected), tuple(block.geoids[i] for i in b),
                          tuple(tract.geoids[i] for i in t), block.published[b],
-                         tract.published[t], noise)
+                         tract.published[t], protection=protection)
 
 
 # ------------------------------------------------------------------------------ one setting
@@ -246,7 +237,7 @@ def _reconstructed(truth_path: Path, release: CensusRelease | None, folder: Path
         return None
     t0 = time.perf_counter()
     recon = folder / "recon.parquet"
-    exact = release.noise is None
+    exact = release.noise is None and release.protection is None
     reconstruct_release(release, recon, workers=options.workers,
                         options=CensusOptions(time_limit=options.time_limit, seed=options.seed,
                                               certify=exact, samples=options.rank))

@@ -112,20 +112,6 @@ def noise_scales(release: CensusRelease) -> ReleaseNoise | None:
     return None
 
 
-def require_exact(release: CensusRelease, what: str = "this command") -> None:
-    """Refuse noisy measurements and protected tables where only exact tables make
-    sense."""
-    if release.protection is not None:
-        raise StatreconError(f"{release.path}: tables protected by "
-                             f"{release.protection.method}: {what} needs exact tables")
-    if noise_scales(release) is not None:
-        assert release.noise is not None
-        raise StatreconError(
-            f"{release.path}: noisy measurements (discrete Gaussian, rho = "
-            f"{release.noise.rho:g}): {what} needs exact tables; give an exact release, or "
-            "one tabulated with --dp-rho inf")
-
-
 def check_model_sizes(release: CensusRelease) -> None:
     """Refuse, before solving anything, a tract whose model or population would not fit.
 
