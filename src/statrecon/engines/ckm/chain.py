@@ -5,11 +5,15 @@ component's equations (exact elimination, ``engines/solvers/elimination``, pivot
 totals where it can, so each basis move is one inner cell and the totals above it), and
 sums of up to ``MAX_COMBINED`` of them taken along a walk between moves that share a cell,
 rare cells first (a move within a row whose total is pinned, a 2 x 2 swap where the margins
-are). Each sign is drawn at random, so ``m`` and ``-m`` are equally likely and the
-Metropolis-Hastings chain with acceptance ``min(1, w(x + m) / w(x))`` (0 outside the
-supports) has the posterior as its stationary law on the tables its moves connect to the
-start. The marginals it gives are
-estimates, never called exact: moves that connect every table within bounds are not
+are); and *local* moves that keep the totals above a level (``local_moves``: the 2 x 2 x 2
+moves of three-way tables that keep every margin, then moves that shift a margin between two
+districts of a region and keep the region's), which such sums rarely assemble and which
+change few cells, so they are taken far more often (on the 4,662 linked cells of the CKM
+benchmark, 2.7 times as many cells mixed in the same time). Each sign is drawn at random,
+and which kind of move is proposed never depends on the state, so ``m`` and ``-m`` are
+equally likely and the Metropolis-Hastings chain with acceptance ``min(1, w(x + m) / w(x))``
+(0 outside the supports) has the posterior as its stationary law on the tables its moves
+connect to the start. The marginals it gives are estimates, never called exact: moves that connect every table within bounds are not
 guaranteed (a Markov basis of bounded tables can be large), which is why the chain is only
 used where enumeration is out of reach.
 """
@@ -28,6 +32,7 @@ from statrecon.engines.solvers.cpsat import Deadline
 from statrecon.engines.solvers.elimination import SparseBasis
 
 MAX_COMBINED = 4  # basis moves summed into one proposal, at most
+MAX_HEIGHT = 32  # levels of totals above totals that local moves are made for, at most
 Move = tuple[tuple[int, int], ...]  # (local cell, change), the changes nonzero
 
 
@@ -67,6 +72,53 @@ def null_moves(rows: Sequence[dict[int, int]], n: int,
     return moves
 
 
+def local_moves(rows: Sequence[dict[int, int]], n: int,
+                deadline: Deadline | None = None) -> list[Move] | None:
+    """Moves that keep the totals above a level, for every level below the top two: an
+    integer basis of the null space over the cells of height at most k (``heights``: 0 for
+    a cell that is no row's total), for k = 0 .. top - 2. At height 0 in linked tables with
+    their margins these are the 2 x 2 x 2 moves of each three-way table (8 cells, every
+    margin kept); above, moves that shift a margin between two districts of a region and
+    keep the region's. The sums of ``null_moves`` (each an inner cell and every total above
+    it, 8 to 30 cells) rarely assemble them, and each of their cells must stay within its
+    support for a move to be taken. None if ``deadline`` passes first."""
+    height = heights(rows, n)
+    out: list[Move] = []
+    for k in range(max(height, default=0) - 1):
+        kept = [c for c in range(n) if height[c] <= k]
+        local = {c: i for i, c in enumerate(kept)}
+        restricted = [r for r in ({local[c]: a for c, a in row.items() if c in local}
+                                  for row in rows) if r]
+        found = null_moves(restricted, len(kept), deadline)
+        if found is None:
+            return None
+        out += [tuple((kept[c], d) for c, d in move) for move in found]
+    return out
+
+
+def heights(rows: Sequence[dict[int, int]], n: int) -> list[int]:
+    """Each cell's height: 0 unless it is a row's total (the one cell whose sign differs
+    from the rest of a row of three or more), then one more than its highest part. A cell
+    still rising after MAX_HEIGHT rounds (equations in a cycle) gets MAX_HEIGHT + 1: it is
+    then in no level's local moves, which only makes them fewer."""
+    parts: list[tuple[int, list[int]]] = []
+    for row in rows:
+        for sign in (1, -1):
+            side = [c for c, a in row.items() if a * sign > 0]
+            if len(side) == 1 and len(row) > 2:
+                parts.append((side[0], [c for c in row if c != side[0]]))
+    height = [0] * n
+    for _ in range(MAX_HEIGHT + 1):
+        changed = False
+        for total, below in parts:
+            h = 1 + max(height[c] for c in below)
+            if h > height[total]:
+                height[total], changed = min(h, MAX_HEIGHT + 1), True
+        if not changed:
+            break
+    return height
+
+
 def _pivot(left: dict[int, Fraction]) -> int:
     """A total where the row has one (coefficient -1), else a unit coefficient, else any:
     free cells are then inner cells, and their moves stay small."""
@@ -79,13 +131,18 @@ def _pivot(left: dict[int, Fraction]) -> int:
 
 def run_chain(moves: list[Move], start: Sequence[int],
               log_weight: Sequence[dict[int, float]], steps: int, seed: int,
-              deadline: Deadline) -> ChainRun:
+              deadline: Deadline, local: Sequence[Move] = ()) -> ChainRun:
     """Metropolis-Hastings from ``start`` over ``steps`` proposals (fewer if the deadline
     comes first), the first fifth a burn-in; ``log_weight[c][v]``: the log likelihood of
-    value v of cell c (absent: outside its support)."""
+    value v of cell c (absent: outside its support). ``local``: moves that keep every total
+    (``local_moves``), each proposed with a random sign, in a share of the steps that
+    grows with their number (the choice never depends on the state, so the proposal stays
+    symmetric)."""
     rng = random.Random(seed)
     x = list(start)
     walk = _walk(moves)
+    # as many of the proposals as the local moves' share of the null space's dimensions
+    local_share = len(local) / (len(moves) + len(local)) if local else 0.0
     burn = steps // 5
     since = [burn] * len(x)
     held: list[dict[int, int]] = [{} for _ in x]
@@ -95,7 +152,11 @@ def run_chain(moves: list[Move], start: Sequence[int],
         if step % 1024 == 0 and deadline.expired:
             break
         end = step + 1
-        change = _proposal(moves, walk, rng)
+        if rng.random() < local_share:
+            sign = rng.choice((-1, 1))
+            change = {c: sign * d for c, d in local[rng.randrange(len(local))]}
+        else:
+            change = _proposal(moves, walk, rng)
         new = [(c, x[c] + d) for c, d in change.items() if d]
         if not new or any(v not in log_weight[c] for c, v in new):
             continue

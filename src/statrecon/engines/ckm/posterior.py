@@ -32,7 +32,7 @@ import scipy.sparse as sp
 from ortools.sat.python import cp_model
 from scipy.sparse.csgraph import connected_components
 
-from statrecon.engines.ckm.chain import equations_of, null_moves, run_chain
+from statrecon.engines.ckm.chain import equations_of, local_moves, null_moves, run_chain
 from statrecon.engines.solvers.cpsat import Deadline, found, new_solver
 from statrecon.errors import InconsistentReleaseError, check_option
 
@@ -264,12 +264,13 @@ def _sampled(rows: list[dict[int, int]], supports: list[dict[int, Fraction]],
     MIN_CHANGES times (a chain stuck where it started agrees with nothing), is ``unmixed``:
     its estimate is not given; the others pool both chains."""
     moves = null_moves(rows, len(supports), deadline)
-    if not moves:  # the deadline passed (a component of one table was enumerated)
+    local = local_moves(rows, len(supports), deadline)
+    if not moves or local is None:  # the deadline passed (or one table: enumerated)
         return [CellPosterior("unknown")] * len(supports)
     steps = options.chain_steps or min(max(STEPS_PER_MOVE * len(moves), STEPS[0]), STEPS[1])
     log_weight = [{v: math.log(p) for v, p in s.items()} for s in supports]
     runs = [run_chain(moves, start, log_weight, steps // 2, options.seed + k,
-                      _share(deadline, 0.5) if k == 0 else deadline)
+                      _share(deadline, 0.5) if k == 0 else deadline, local)
             for k, start in enumerate(starts)]
     out = []
     total_steps = sum(run.steps for run in runs)
