@@ -13,9 +13,9 @@ benchmark, 2.7 times as many cells mixed in the same time). Each sign is drawn a
 and which kind of move is proposed never depends on the state, so ``m`` and ``-m`` are
 equally likely and the Metropolis-Hastings chain with acceptance ``min(1, w(x + m) / w(x))``
 (0 outside the supports) has the posterior as its stationary law on the tables its moves
-connect to the start. The marginals it gives are estimates, never called exact: moves that connect every table within bounds are not
-guaranteed (a Markov basis of bounded tables can be large), which is why the chain is only
-used where enumeration is out of reach.
+connect to the start. The marginals it gives are estimates, never called exact: moves that
+connect every table within bounds are not guaranteed (a Markov basis of bounded tables can
+be large), which is why the chain is only used where enumeration is out of reach.
 """
 
 from __future__ import annotations
