@@ -164,3 +164,21 @@ def test_reconstruct_estimates_a_perturbed_release_and_refuses_withheld_cells(
                                   tmp_path / "r2.parquet"), str(suppressed), "withheld",
                           "census certain")
     assert not (tmp_path / "r2.parquet").exists()
+
+
+def test_block_release_refuses_values_that_are_not_the_counts(
+        tmp_path: Path, small: Path, run_cli: CliRunner) -> None:
+    """A perturbed count written as an exact statistic would make a reconstruction of it a
+    false proof; the same for a noisy measurement."""
+    protected = tmp_path / "ckm.parquet"
+    publish_protected(small, protected, CensusProtectOptions("ckm-abs"))
+    noisy = tmp_path / "noisy.parquet"
+    assert run_cli("census", "tabulate", "--persons", small, "--out", noisy, "--dp-rho", "1",
+                   "--seed", "0", "--quiet")[0] == 0
+    block = _blocks()[0]
+    for release, what in ((protected, "tables protected by ckm-abs"),
+                          (noisy, "noisy measurements")):
+        out = tmp_path / "block.yaml"
+        assert_one_line_error(run_cli("census", "block-release", release, "--block", block,
+                                      "--out", out), str(release), what, "not the counts")
+        assert not out.exists()

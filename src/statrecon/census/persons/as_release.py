@@ -45,7 +45,14 @@ def release_predicate(cell: Sf1Cell) -> str:
 
 
 def block_release(release: CensusRelease, block: str) -> dict[str, Any]:
-    """The release document (version 1) of one block's published cells."""
+    """The release document (version 1) of one block's published cells, each an exact
+    count: refused for noisy measurements and protected tables, whose values are not the
+    counts (a statistic stated exact would make a reconstruction of them a false proof)."""
+    if release.protection is not None or (release.noise is not None and release.noise.noisy):
+        what = (f"tables protected by {release.protection.method}" if release.protection
+                else "noisy measurements")
+        raise StatreconError(f"{release.path}: {what}, not the counts: block-release writes "
+                             "exact statistics; use `census certain` or `census reconstruct`")
     if block not in release.blocks:
         raise StatreconError(f"{release.path}: no block {block!r} in the release")
     b = release.blocks.index(block)
