@@ -252,9 +252,12 @@ def test_lp_witnesses_are_kept_as_arrays_and_still_check() -> None:
         assert check_cell(p, protected_audit(prep, r)) == []
 
 
-def test_an_audit_past_its_deadline_is_unknown_and_builds_nothing() -> None:
+def test_an_audit_past_its_deadline_is_unknown_and_builds_nothing(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """Past the deadline a cell's audit says unknown at once: before, each of 30,000 cells
-    of one component solved the component's box LP (23 s past a 120 s limit)."""
+    of one component solved the component's box LP (23 s past a 120 s limit), and later a
+    batch of 102,786 cells past a 30 s deadline set up its LP sides twice a cell (1,075 s).
+    No HiGHS model is built, and both ends of both intervals say why."""
     t = two_by_three(np.array([[3, 4, 5], [6, 7, 8]]))
     rect = [t.keys.index(frozenset({("A", a), ("B", b)})) for a in ("a0", "a1")
             for b in ("b0", "b1")]
@@ -265,7 +268,15 @@ def test_an_audit_past_its_deadline_is_unknown_and_builds_nothing() -> None:
         assert audit.verdict == "unknown"
         assert audit.integer is not None and not audit.integer.lower.proven
         assert "time limit" in audit.integer.lower.note, audit.integer.lower.note
-    assert not any(key[0] == "box" for key in prep.cache)
+        for bound in (audit.lp.lower, audit.lp.upper):
+            assert not bound.proven and "time limit" in bound.note, bound
+    assert not any(key[0] in ("box", "highs") for key in prep.cache)
+    from statrecon.engines.intervals import audit, local
+
+    monkeypatch.setattr(local, "LOCAL_FROM", 0)  # a large component: settle, neighbourhoods
+    batch = audit(prep, rect, gone)  # and no second pass over the whole
+    assert {a.verdict for a in batch.cells} == {"unknown"}
+    assert not any(key[0] in ("box", "highs") for key in prep.cache)
 
 
 def test_the_finders_report_each_step_with_every_cell_so_far() -> None:
