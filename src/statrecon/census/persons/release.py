@@ -629,12 +629,17 @@ def _level_matrix(path: Path, con: duckdb.DuckDBPyConnection, cells: tuple[Sf1Ce
     if unknown:
         raise StatreconError(f"{path}: {level} {unknown[0][0]}: cell {unknown[0][1]} is "
                              f"not a {level}-level cell of the release's definitions")
+    # each geoid's rank in the sorted ids by a hash join (a window over the rows sorted
+    # millions of strings: 0.75 s of a 28-tract release's 1.5 s read)
+    con.register("geos", pa.table({"gi": pa.array(range(len(ids)), pa.int32()),
+                                   "geoid": list(ids)}))
     arrays = con.execute(f"""
-        SELECT CAST(dense_rank() OVER (ORDER BY r.geoid) - 1 AS INTEGER) AS gi,
-               CAST(d.ci AS INTEGER) AS ci, COALESCE(CAST({number} AS INTEGER), -1) AS value
-        FROM release r JOIN defs d ON r.cell = d.cell
+        SELECT g.gi, CAST(d.ci AS INTEGER) AS ci,
+               COALESCE(CAST({number} AS INTEGER), -1) AS value
+        FROM release r JOIN defs d ON r.cell = d.cell JOIN geos g ON r.geoid = g.geoid
         WHERE r.level = $level""", {"level": level}).fetchnumpy()
     con.unregister("defs")
+    con.unregister("geos")
     gi = np.asarray(arrays["gi"])  # int32: values are bounded by MAX_VALUE
     ci = np.asarray(arrays["ci"])
     _check_each_cell_once(path, level, ids, level_cells, gi, ci)
