@@ -70,6 +70,12 @@ KNOWLEDGE: dict[Method, tuple[str, ...]] = {
     "ckm-ons": ckm.KNOWLEDGE, "ckm-abs": ckm.KNOWLEDGE, "round": rounding.KNOWLEDGE,
     "suppress": ("nothing", "rule"), "swap": ("swap",)}
 DEFAULT_THRESHOLD: dict[Method, int] = {"ckm-ons": 0, "ckm-abs": 0, "suppress": 3}
+# what a protected release file must state, per method (``protection_of`` writes them all)
+STATED: dict[Method, tuple[str, ...]] = {
+    "ckm-ons": ("d", "v", "js", "threshold", "knowledge"),
+    "ckm-abs": ("d", "v", "js", "threshold", "knowledge"),
+    "round": ("base", "rounding", "knowledge"), "suppress": ("threshold", "knowledge"),
+    "swap": ()}
 LEVELS = ("block", "tract")
 ROUNDINGS = ("nearest", "random")  # controlled rounding needs the tables' equations
 
@@ -432,6 +438,13 @@ def options_of(release: CensusRelease) -> CensusProtectOptions:
     if p is None:
         raise StatreconError(f"{release.path}: not a protected release (make one with "
                              "`census tabulate --protect`)")
+    stated = {"d": p.d, "v": p.v, "js": p.js, "threshold": p.threshold, "base": p.base,
+              "rounding": p.rounding, "knowledge": p.knowledge}
+    missing = [k for k in STATED[cast(Method, p.method)] if stated[k] is None]
+    if missing:  # no default fills what the bounds depend on: the file must say it
+        raise StatreconError(f"{release.path}: protection: {p.method} states "
+                             f"{', '.join(STATED[cast(Method, p.method)])}; "
+                             f"{', '.join(missing)} missing")
     fields = {k: v for k, v in (("d", p.d), ("v", p.v), ("js", p.js), ("base", p.base),
                                 ("rounding", p.rounding)) if v is not None}
     try:
