@@ -41,11 +41,8 @@ demo: $(STAMP)
 	$(BIN)/statrecon tables protect examples/tables/firms/firms.csv \
 		--spec examples/tables/firms/spec.yaml --out demo-out/firms_protected.csv
 
-# bytecode caches written as Python writes them by default, even where the environment
-# turns them off (PYTHONDONTWRITEBYTECODE): the suite starts hundreds of statrecon processes,
-# and each compiled the package's modules afresh
 test: $(STAMP)
-	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest
+	$(BIN)/python -m pytest
 
 # the documentation site into site/ (mkdocs.yml): strict, so a broken link, anchor or API
 # reference fails; the notebooks are executed while it builds
