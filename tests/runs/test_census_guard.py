@@ -52,3 +52,23 @@ def test_a_tract_of_more_persons_than_a_tract_holds_is_refused(tmp_path: Path) -
                                              "persons, more than a census tract holds "
                                              r"\(at most 1,000,000\)"):
         check_model_sizes(huge)  # type: ignore[arg-type]
+
+
+def test_the_guard_counts_exactly_the_variables_the_model_gets(tmp_path: Path) -> None:
+    """``model_variables`` counts without listing them; on the slice's SF1 tables (whose
+    zeros prune most of each tract's grid) it equals the variables ``compile_tract`` makes."""
+    from conftest import SLICE
+
+    from statrecon.engines.census import CellMatrices
+    from statrecon.engines.census.tract import compile_tract, model_variables
+
+    cells = select_cells("sf1-persons")
+    con = open_connection()
+    load_persons(SLICE, con)
+    out = tmp_path / "slice.parquet"
+    write_release(tabulate_cells(con, cells), cells, "sf1-persons", out)
+    release = read_release(out)
+    mats = CellMatrices.build(release.cells)
+    counted = [(model_variables(t, mats), len(compile_tract(t, mats).x))
+               for t in release.tract_tables()]
+    assert len(counted) == 3 and all(a == b > 0 for a, b in counted), counted

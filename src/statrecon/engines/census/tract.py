@@ -285,19 +285,31 @@ def _free_cells(tables: TractTables, mats: CellMatrices) -> tuple[np.ndarray, np
     zeros (most of a block's cells), over the classes of attribute cells that the same count
     cells contain (``block_class``, a third as many): the same cells, three times faster.
     """
-    vb = tables.block_values
-    nonzero = sp.csr_matrix(((vb != 0) & mats.is_count[None, :]).astype(np.int32))
-    free_class = (nonzero @ mats.class_cells).toarray() == mats.class_cover[None, :]
-    tract = sp.csr_matrix((tables.tract_values != 0).astype(np.int32)[None, :])
+    free_class, tract_free = _free_parts(tables, mats)
     free = free_class[:, mats.block_class]
-    free &= (tract @ mats.tract).toarray() == mats.tract_cover[None, :]
+    free &= tract_free[None, :]
     block_of, cell_of = np.nonzero(free)
     return block_of, cell_of
 
 
+def _free_parts(tables: TractTables, mats: CellMatrices) -> tuple[np.ndarray, np.ndarray]:
+    """Which classes of attribute cells each block's zeros leave free (blocks x classes), and
+    which attribute cells the tract's zeros leave free."""
+    vb = tables.block_values
+    nonzero = sp.csr_matrix(((vb != 0) & mats.is_count[None, :]).astype(np.int32))
+    free_class = (nonzero @ mats.class_cells).toarray() == mats.class_cover[None, :]
+    tract = sp.csr_matrix((tables.tract_values != 0).astype(np.int32)[None, :])
+    return free_class, ((tract @ mats.tract).toarray() == mats.tract_cover[None, :])[0]
+
+
 def model_variables(tables: TractTables, mats: CellMatrices) -> int:
-    """How many variables ``compile_tract`` would create (checked before anything is built)."""
-    return len(_free_cells(tables, mats)[0])
+    """How many variables ``compile_tract`` would create (checked before anything is built):
+    ``_free_cells`` counted without listing them, each class of attribute cells free in a
+    block weighed by its cells that the tract's zeros leave free (the guard took 1.1 s over
+    28 tracts listing them)."""
+    free_class, tract_free = _free_parts(tables, mats)
+    weight = np.bincount(mats.block_class[tract_free], minlength=free_class.shape[1])
+    return int((free_class.astype(np.int64) @ weight).sum())
 
 
 def _block_entries(mats: CellMatrices, block_of: np.ndarray, cell_of: np.ndarray
