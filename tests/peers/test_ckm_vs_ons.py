@@ -20,7 +20,7 @@ import pytest
 from statrecon.engines.ckm import PTableParams, build_ptable
 from statrecon.runs.ckm import PerturbOptions, perturb_microdata
 from statrecon.tables.ckm import keyed, ptable_frame
-from tests.conftest import CliRunner
+from tests.conftest import EXAMPLES, CliRunner
 
 ons = pytest.importorskip("cell_key_perturbation.create_perturbed_table",
                           exc_type=ImportError)
@@ -142,3 +142,43 @@ def test_keys_from_ons_ids_are_ons_keys(setup: dict[str, Any], run_cli: CliRunne
     drawn = pd.read_csv(folder / "pub_drawn.csv", dtype=str)
     assert sorted(map(tuple, drawn[["var1", "var8", "value"]].to_numpy().tolist())) != \
         sorted(expected)
+
+
+@pytest.mark.parametrize(("variables", "threshold"), [(("tract", "sex", "agegroup"), 10),
+                                                      (("block", "sex"), 0)])
+def test_the_28_tracts_persons_are_perturbed_alike(tmp_path: Path, variables: tuple[str, ...],
+                                                   threshold: int) -> None:
+    """Issue 30's check on real data: the bundled 28 tracts' 63,969 persons (tract, block,
+    sex, five-year age group) with seeded record keys and a D = 2 ptable in ONS's format;
+    every cell the package publishes (17,060 by block and sex) is ours, key, noise and
+    published count alike."""
+    persons = pd.read_csv(EXAMPLES / "census" / "census2010_reconstructed_persons.csv.gz",
+                          dtype=str)
+    data = pd.DataFrame({
+        "tract": persons["block_geoid"].str[:11], "block": persons["block_geoid"],
+        "sex": persons["sex"],
+        "agegroup": (persons["age"].astype(int) // 5 * 5).clip(upper=85).astype(str),
+        "record_key": np.random.default_rng(30).integers(0, 256, len(persons))})
+    data.to_csv(tmp_path / "micro.csv", index=False)
+    ptable_frame(keyed(build_ptable(PTableParams(2, Fraction("1.08"), 1)))).to_csv(
+        tmp_path / "ptable.csv", index=False)
+    with contextlib.redirect_stdout(io.StringIO()):
+        theirs = ons.create_perturbed_table(data, pd.read_csv(tmp_path / "ptable.csv"),
+                                            geog=[], tab_vars=list(variables),
+                                            record_key="record_key",
+                                            use_existing_ons_id=False, threshold=threshold)
+    run = perturb_microdata(tmp_path / "micro.csv", tmp_path / "ptable.csv",
+                            PerturbOptions((variables,), record_key="record_key",
+                                           threshold=threshold))
+    mine = {tuple(sorted(k)): c for k, c in zip(run.tables.keys(), run.cells, strict=True)}
+    assert len(theirs) == sum(1 for k in mine if len(k) == len(variables)) > 1000
+    changed = 0
+    for row in theirs.itertuples(index=False):
+        cell = mine[tuple(sorted((v, str(getattr(row, v))) for v in variables))]
+        published = None if pd.isna(row.count) else int(row.count)
+        assert (cell.count, int(cell.ckey), cell.noise, cell.published) == \
+            (row.pre_sdc_count, row.ckey, row.pvalue, published)
+        changed += cell.noise != 0
+    assert changed > len(theirs) // 3
+    if threshold:
+        assert theirs["count"].isna().any()  # cells withheld below the threshold
