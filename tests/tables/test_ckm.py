@@ -285,3 +285,17 @@ def test_the_likelihood_of_a_published_value_is_the_ptable_read_backwards(ptable
     assert below == {n: p for n in range(top)
                      if (p := sum((by_y[y].get(n, Fraction(0)) for y in range(5)),
                                   Fraction(0)))}
+
+
+@pytest.mark.parametrize(("d", "v", "js"), [(1, "0.5", 0), (2, "1.08", 1), (3, "2.25", 2)])
+@pytest.mark.parametrize("ons", [False, True])
+def test_the_counts_below_a_threshold_reach_what_a_full_scan_finds(d: int, v: str, js: int,
+                                                                  ons: bool) -> None:
+    """``possible_below`` stops scanning once no lower value can beat what it has; for every
+    threshold up to past the ptable's last row it equals the greatest source of any value
+    below the threshold, found by scanning them all."""
+    table = build_ptable(PTableParams(d, Fraction(v), js))
+    ptable = keyed(table) if ons else table
+    for threshold in range(0, 3 * (d + js) + 12):
+        full = max((n for y in range(threshold) for n in ptable.sources(y)), default=0)
+        assert ptable.possible_below(threshold, "ptable") == (0, full), threshold

@@ -282,19 +282,20 @@ def _bounded(geoids: tuple[str, ...], published: np.ndarray, rule: Rule, cap: in
              level_cells: Sequence[Sf1Cell]) -> BoundedCells:
     """Each published value (-1: withheld) with the bounds ``rule`` gives it (an upper None:
     ``cap``); a value the protection cannot publish names its geography and cell."""
-    lo = np.empty_like(published)
-    hi = np.empty_like(published)
-    for value in np.unique(published).tolist():
-        where = published == value
+    shifted = published + 1  # withheld (-1) at 0: every value an index
+    seen = np.bincount(shifted.ravel(), minlength=1)
+    lo_of = np.zeros(len(seen), dtype=np.int64)
+    hi_of = np.zeros(len(seen), dtype=np.int64)
+    for index in np.flatnonzero(seen).tolist():  # each distinct value once, then a lookup
         try:
-            low, high = rule(int(value))
+            low, high = rule(index - 1)
         except InconsistentReleaseError as e:
-            g, c = (int(i[0]) for i in np.nonzero(where))
+            g, c = (int(i[0]) for i in np.nonzero(shifted == index))
             cell = level_cells[c]
             raise InconsistentReleaseError(
                 f"{cell.level} {geoids[g]} {cell.table} {cell.cell}: {e}") from None
-        lo[where], hi[where] = low, cap if high is None else min(high, cap)
-    return BoundedCells(geoids, published, lo, hi)
+        lo_of[index], hi_of[index] = low, cap if high is None else min(high, cap)
+    return BoundedCells(geoids, published, lo_of[shifted], hi_of[shifted])
 
 
 def _limits(options: CensusProtectOptions, geoids: tuple[str, ...], published: np.ndarray,
