@@ -170,3 +170,27 @@ def test_block_release_refuses_values_that_are_not_the_counts(
         assert_one_line_error(run_cli("census", "block-release", release, "--block", block,
                                       "--out", out), str(release), what, "not the counts")
         assert not out.exists()
+
+
+def test_claims_made_with_no_probability_are_not_taken_for_a_noisy_release(
+        tmp_path: Path, small: Path, run_cli: CliRunner) -> None:
+    """A claims file of a protected release (delta 0), relabelled with a noisy release's
+    digest, is refused for what it is, not scored against the noise."""
+    protected, noisy = tmp_path / "round.parquet", tmp_path / "noisy.parquet"
+    publish_protected(small, protected, CensusProtectOptions("round", base=3))
+    assert run_cli("census", "tabulate", "--persons", small, "--out", noisy, "--dp-rho", "1",
+                   "--seed", "0", "--quiet")[0] == 0
+    claims = tmp_path / "certain.parquet"
+    assert run_cli("census", "certain", protected, "--out", claims, "--workers", "1",
+                   "--quiet")[0] == 0
+    table = pq.read_table(claims)
+    meta = json.loads(table.schema.metadata[b"statrecon.census.certain"])
+    meta["release"] = read_release(noisy).digest
+    pq.write_table(table.replace_schema_metadata(
+        {b"statrecon.census.certain": json.dumps(meta).encode()}), claims)
+    recon = tmp_path / "recon.parquet"
+    assert run_cli("census", "reconstruct", protected, "--out", recon, "--workers", "1",
+                   "--quiet")[0] == 0
+    assert_one_line_error(run_cli("census", "compare", "--truth", small, "--recon", recon,
+                                  "--certain", claims, "--release", noisy),
+                          str(claims), "with no probability", "noisy measurements")

@@ -307,6 +307,11 @@ def check_claims_release(path: Path, claims: pd.DataFrame, meta: dict[str, Any],
     if meta["release"] != release.digest:
         raise StatreconError(f"{path}: the claims are about release {meta['release']}, not "
                              f"{release_path} (release {release.digest})")
+    if (meta["delta"] == 0) != (release.protection is not None):
+        kind = "protected tables" if release.protection is not None else "noisy measurements"
+        made = "with no probability" if meta["delta"] == 0 else f"at delta {meta['delta']:g}"
+        raise StatreconError(f"{path}: the claims were made {made}, but {release_path} holds "
+                             f"{kind}: not the claims of this release")
     ceilings = claim_ceilings(release, meta["delta"], claims["block"].tolist(),
                               claims["class"].to_numpy())
     over = np.flatnonzero(claims["persons"].to_numpy() > ceilings)
