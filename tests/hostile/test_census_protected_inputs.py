@@ -161,6 +161,8 @@ TABULATE_CASES: list[tuple[list[str], tuple[str, ...]]] = [
     (["--protect", "ckm-abs", "--ckm-d", "51"], ("d = 51", "1 to 50")),
     (["--protect", "suppress", "--attacker-knows", "ptable"], ("knowledge", "nothing, rule")),
     (["--protect", "round", "--dp-rho", "1"], ("--dp-rho", "do not go with it")),
+    (["--protect", "ckm-abs", "--base", "3"], ("--base does not go with --protect ckm-abs",)),
+    (["--protect", "suppress", "--ckm-d", "3"], ("--ckm-d does not go with --protect",)),
 ]
 
 

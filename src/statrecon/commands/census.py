@@ -156,12 +156,18 @@ def _protect_options(method: str, seed: int | None, given: dict[str, Any]) -> An
     """``--protect`` and the parameters given (None: the method's default) as checked
     options (one line when they do not go together)."""
     from statrecon.number_reader import NumberError, parse_number
-    from statrecon.runs.census_protect import METHODS, CensusProtectOptions
+    from statrecon.runs.census_protect import METHODS, STATED, CensusProtectOptions
 
     if method not in METHODS or method == "swap":
         raise StatreconError(f"--protect must be one of ckm-ons, ckm-abs, round, suppress; "
                              f"got {method!r} (swapping: `census swap`, then tabulate)")
     fields = {k: v for k, v in given.items() if v is not None}
+    foreign = [k for k in fields if k not in STATED[method]]
+    if foreign:  # a parameter of another method would be dropped without a word
+        flags = {"d": "--ckm-d", "v": "--ckm-v", "js": "--ckm-js", "knowledge":
+                 "--attacker-knows"}
+        flag = flags.get(foreign[0], f"--{foreign[0]}")
+        raise StatreconError(f"{flag} does not go with --protect {method}")
     if "v" in fields:
         try:
             fields["v"] = parse_number(fields["v"], fraction=True, exponent=False)
