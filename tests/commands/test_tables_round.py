@@ -155,9 +155,57 @@ def test_outputs_are_checked_and_protect_points_to_round(folder: Path,
                                   "--out", folder / "r.txt"), "write a .csv or .parquet")
     assert_one_line_error(run_cli("tables", "round", folder / "t.csv", *TABLE, "--base", "5",
                                   "--out", folder / "t.csv"), "--out")
-    assert_one_line_error(run_cli("tables", "protect", folder / "t.csv", *TABLE, "--status",
-                                  "status", "--method", "round", "--out", folder / "p.csv"),
-                          "(rounding to a base: statrecon tables round)")
+    assert_one_line_error(run_cli("tables", "protect", folder / "t.csv", *TABLE, "--method",
+                                  "round", "--out", folder / "p.csv"),
+                          "--method round needs --base b")
+
+
+@pytest.mark.parametrize(("method", "extra"), [("nearest", ("--audit",)),
+                                               ("random", ("--seed", "3")), ("controlled", ())])
+def test_protect_method_round_is_tables_round(folder: Path, run_cli: CliRunner, method: str,
+                                              extra: tuple[str, ...]) -> None:
+    """The issue's ``tables protect --method round --base b``: the same publication, working
+    file and report as ``tables round`` with the same options (controlled rounding: an
+    optimal one of the same least change; CP-SAT's portfolio may pick another)."""
+    runs = {}
+    for name, command in (("round", ("tables", "round", "--method", method)),
+                          ("protect", ("tables", "protect", "--method", "round", "--rounding",
+                                       method))):
+        out = folder / f"{name}.csv"
+        code, text, err = run_cli(*command, folder / "t.csv", *TABLE, "--base", "5", *extra,
+                                  "--out", out, "--json")
+        assert code in (0, 4), err
+        report = json.loads(text)
+        assert (report["method"], report["base"]) == (method, 5)
+        report.pop("elapsed_s")
+        report.pop("publication"), report.pop("working_files")
+        report.get("audit", {}).pop("elapsed_s", None)
+        if method == "controlled":
+            assert report["status"] == "optimal"
+            runs[name] = (code, report["change"], report["cells"], report["attacker_knows"])
+        else:
+            runs[name] = (code, report, out.read_bytes(),
+                          (folder / f"{name}.working.csv").read_bytes())
+    assert runs["round"] == runs["protect"]
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (("--method", "round", "--base", "5", "--cost", "value"), "--method round takes no --cost"),
+    (("--method", "round", "--base", "5", "--max-n", "3", "--singletons"),
+     "--method round takes no --max-n, --singletons"),
+    (("--method", "round", "--base", "1"), "base"),
+    (("--method", "round", "--base", "5", "--rounding", "up"), "--method 'up': choose from"),
+    (("--base", "5"), "--method fast takes no --base"),
+    (("--method", "exact", "--rounding", "random", "--seed", "2"),
+     "--method exact takes no --rounding, --seed"),
+    (("--method", "rounding", "--base", "5"), "choose from fast, exact, round"),
+])
+def test_protect_keeps_rounding_and_suppression_options_apart(
+        folder: Path, run_cli: CliRunner, extra: tuple[str, ...], message: str) -> None:
+    result = run_cli("tables", "protect", folder / "t.csv", *TABLE, *extra, "--out",
+                     folder / "p.csv")
+    assert_one_line_error(result, message)
+    assert not any(folder.glob("p*.csv"))
 
 
 def test_a_table_with_decimals_rounds_on_its_lattice(tmp_path: Path,

@@ -349,8 +349,9 @@ def protect(
     method: Annotated[str | None, typer.Option(
         help="fast (Gaussian elimination, then an audit-driven repair: large and linked "
              "tables) or exact (a master MIP on HiGHS, or CP-SAT, with cuts from failed "
-             "audits: proves the fewest cells, small tables). Default fast; a tau-Argus job: "
-             "its <SUPPRESS> (OPT exact, GH/MOD/NET fast).")] = None,
+             "audits: proves the fewest cells, small tables), both suppressing cells; or round "
+             "(every cell to a multiple of --base: statrecon tables round). Default fast; a "
+             "tau-Argus job: its <SUPPRESS> (OPT exact, GH/MOD/NET fast).")] = None,
     cost: Annotated[str | None, typer.Option(
         help="What to minimise (tau-Argus's cost functions): count (cells: unity), value "
              "(their total), cost (the table's cost column, e.g. tau-Argus's COSTVAR or an "
@@ -370,6 +371,20 @@ def protect(
         min=0.001, help="Seconds for the whole run; past it the best audited pattern is "
                         "returned as feasible, or none. Default 60; 'inf' for none.")] = None,
     singletons: Singletons = False,
+    base: Annotated[int | None, typer.Option(
+        help="--method round: the rounding base b (a whole number, at least 2).")] = None,
+    rounding: Annotated[str | None, typer.Option(
+        "--rounding", help="--method round: nearest (default), random (needs --seed) or "
+                           "controlled (the tables still add up), as tables round "
+                           "--method.")] = None,
+    seed: Annotated[int | None, typer.Option(
+        min=0, help="--method round --rounding random: the seed of the draws.")] = None,
+    attacker_knows: Annotated[str | None, typer.Option(
+        "--attacker-knows", help="--method round: method (default) or base, as tables "
+                                 "round.")] = None,
+    audit: Annotated[bool, typer.Option(
+        "--audit", help="--method round: also audit the rounded release (exit 4 when a "
+                        "true value is pinned), as tables round --audit.")] = False,
     as_json: AsJson = False,
     quiet: Quiet = False,
 ) -> None:
@@ -380,26 +395,33 @@ def protect(
     time limit (nothing written)."""
     from statrecon.commands.options import time_limit_option
     from statrecon.commands.progress import step_bar
-    from statrecon.engines.suppression import METHODS, ProtectOptions
+    from statrecon.engines.suppression import ProtectOptions
     from statrecon.exitcodes import EXIT_INFEASIBLE
     from statrecon.interrupt import hard_limit
     from statrecon.report import output_console
     from statrecon.report import tables as report
-    from statrecon.runs.tables import COSTS, protect_tables
+    from statrecon.runs.tables import protect_tables
     from statrecon.tables import load
 
-    _check_apriori(apriori)
-    if method is not None and method not in METHODS:
-        hint = " (rounding to a base: statrecon tables round)" if method.startswith("round") \
-            else ""
-        raise StatreconError(f"--method {method!r}: choose from {', '.join(METHODS)}{hint}")
-    if cost is not None and cost not in COSTS:
-        raise StatreconError(f"--cost {cost!r}: choose from {', '.join(COSTS)}")
-    if out is not None and out.suffix.lower() not in (".tab", ".arb", ".csv", ".parquet"):
-        raise StatreconError(f"--out {out}: write a .tab, .arb, .csv or .parquet file")
-    if publish not in ("values", "masked", "pivot") or (
-            publish == "pivot" and out is not None and out.suffix.lower() != ".csv"):
-        raise StatreconError(f"--publish {publish!r}: values, masked, or pivot (a .csv --out)")
+    if method == "round":
+        _refuse_with("--method round", {
+            "--publish": publish != "values", "--out-dir": out_dir is not None,
+            "--microdata": microdata, "--max-n": max_n is not None,
+            "--p-percent": p_percent is not None, "--nk": nk is not None,
+            "--protect-zeros": protect_zeros, "--protection": protection != 0.0,
+            "--sliding-protection": sliding_protection != 0.0,
+            "--manual-margin": manual_margin is not None, "--cost": cost is not None,
+            "--cost-lambda": cost_lambda is not None, "--suppress-empty": suppress_empty,
+            "--apriori": apriori != "nonnegative", "--singletons": singletons})
+        _round_from_protect(source, out, base, rounding, seed, attacker_knows, audit,
+                            time_limit, as_json,
+                            (rda, recompute_totals, dimensions, value, status, frequency, spec))
+        return
+    _check_suppression_options(method, cost, apriori, out, publish)
+    _refuse_with(f"--method {method or 'fast'}", {
+        "--base": base is not None, "--rounding": rounding is not None,
+        "--seed": seed is not None, "--attacker-knows": attacker_knows is not None,
+        "--audit": audit})
     limit = time_limit_option(time_limit, ProtectOptions.time_limit)
     lam = None if cost_lambda is None else Fraction(str(cost_lambda))
     if source.suffix.lower() == ".arb" and (out_dir is not None or _is_job(source)):
@@ -435,6 +457,45 @@ def protect(
         raise typer.Exit(EXIT_INFEASIBLE)
     if not done.protected:
         raise typer.Exit(EXIT_UNKNOWN)
+
+
+def _check_suppression_options(method: str | None, cost: str | None, apriori: str,
+                               out: Path | None, publish: str) -> None:
+    """``tables protect``'s choices by name, before anything is read."""
+    from statrecon.engines.suppression import METHODS
+    from statrecon.runs.tables import COSTS
+
+    _check_apriori(apriori)
+    if method is not None and method not in METHODS:
+        raise StatreconError(f"--method {method!r}: choose from {', '.join(METHODS)}, round")
+    if cost is not None and cost not in COSTS:
+        raise StatreconError(f"--cost {cost!r}: choose from {', '.join(COSTS)}")
+    if out is not None and out.suffix.lower() not in (".tab", ".arb", ".csv", ".parquet"):
+        raise StatreconError(f"--out {out}: write a .tab, .arb, .csv or .parquet file")
+    if publish not in ("values", "masked", "pivot") or (
+            publish == "pivot" and out is not None and out.suffix.lower() != ".csv"):
+        raise StatreconError(f"--publish {publish!r}: values, masked, or pivot (a .csv --out)")
+
+
+def _round_from_protect(source: Path, out: Path | None, base: int | None,
+                        rounding: str | None, seed: int | None, attacker_knows: str | None,
+                        audit: bool, time_limit: float | None, as_json: bool,
+                        inputs: tuple[Any, ...]) -> None:
+    """``tables protect --method round``: ``tables round`` with its defaults."""
+    if base is None:
+        raise StatreconError("--method round needs --base b (a whole number, at least 2)")
+    if out is None:
+        raise StatreconError("give --out: where the rounded table goes")
+    _round(source, out, base, rounding or "nearest", seed, attacker_knows or "method", audit,
+           time_limit, None, 8, as_json, inputs)
+
+
+def _refuse_with(method: str, given: dict[str, bool]) -> None:
+    """One line naming the options given that ``method`` does not take (never dropped
+    without a word)."""
+    wrong = [name for name, was_given in given.items() if was_given]
+    if wrong:
+        raise StatreconError(f"{method} takes no {', '.join(wrong)}")
 
 
 def _is_job(source: Path) -> bool:
@@ -697,6 +758,16 @@ def round_command(
     or controlled (additivity kept). Exit 0: written; 2: no controlled rounding exists (a
     CP-SAT proof; nothing written); 3: none found within the time limit (nothing written);
     4: --audit pins some true value or leaves a primary cell under-protected."""
+    _round(source, out, base, method, seed, attacker_knows, audit, time_limit,
+           audit_time_limit, workers, as_json,
+           (rda, recompute_totals, dimensions, value, status, frequency, spec))
+
+
+def _round(source: Path, out: Path, base: int, method: str, seed: int | None,
+           attacker_knows: str, audit: bool, time_limit: float | None,
+           audit_time_limit: float | None, workers: int, as_json: bool,
+           inputs: tuple[Any, ...]) -> None:
+    """``tables round``, and ``tables protect --method round`` with the same defaults."""
     from statrecon.commands.options import time_limit_option, workers_option
     from statrecon.engines.intervals import AuditOptions
     from statrecon.exitcodes import EXIT_INFEASIBLE
@@ -727,6 +798,7 @@ def round_command(
     options = RoundOptions(base, cast(Any, method), seed, limit, cast(Any, attacker_knows),
                            workers_option(workers))
     with hard_limit(backstop(limit), "reading and rounding the tables"):
+        rda, recompute_totals, dimensions, value, status, frequency, spec = inputs
         named = _inputs(source, rda, recompute_totals, dimensions, value, status, frequency,
                         False, None, None, None, False, 0.0, spec)
         tables = load(named)
