@@ -210,6 +210,19 @@ def _ckm(folder: Path) -> Path:
     return folder / "m.csv"
 
 
+def _ons_ids(folder: Path) -> Path:
+    """Microdata with a column of ids (record keys: each id modulo 4096, ``--ons-id``) and an
+    ONS ptable (ONS's 10-5 rule: every count 1..750 by every cell key 0..255)."""
+    rule = {0: 0, 1: -1, 2: -2, 3: 2, 4: 1}
+    (folder / "p.csv").write_text("pcv,ckey,pvalue\n" + "".join(
+        f"{n},{k},{-n if n < 10 else rule[n % 5]}\n" for n in range(1, 751)
+        for k in range(256)), encoding="utf-8")
+    rows = [f"{'xy'[i % 2]},{'uvw'[i % 3]},{100_003 * i + 17}" for i in range(30)]
+    (folder / "m.csv").write_text("a,b,id\n" + "".join(r + "\n" for r in rows),
+                                  encoding="utf-8")
+    return folder / "m.csv"
+
+
 def _perturbed(folder: Path) -> Path:
     """A perturbed publication of two linked tables (a ``table`` column) and its ptable:
     what ``tables audit --ptable`` reads."""
@@ -360,6 +373,13 @@ READERS: tuple[Reader, ...] = (
                               str(main.parent / "p.csv"), "--dimensions", "a,b",
                               "--record-key", "rk", "--out", str(out)],
            number=lambda f, t: _sub(f / "p.csv", ",0.46,", f",{t},"),
+           code=lambda f, t: _sub(f / "m.csv", "\nx,", f"\n{t},"),
+           duplicate=lambda f: _dup_header(f / "m.csv"), writes=True),
+    Reader("record keys from ids", ("tables/ckm.py",), _ons_ids,
+           lambda main, out: ["tables", "perturb", str(main), "--ptable",
+                              str(main.parent / "p.csv"), "--dimensions", "a,b",
+                              "--ons-id", "id", "--out", str(out)],
+           number=lambda f, t: _sub(f / "m.csv", ",17\n", f",{t}\n"),
            code=lambda f, t: _sub(f / "m.csv", "\nx,", f"\n{t},"),
            duplicate=lambda f: _dup_header(f / "m.csv"), writes=True),
     Reader("perturbed publication", ("tables/published.py",), _perturbed,
