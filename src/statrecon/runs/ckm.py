@@ -33,6 +33,7 @@ from statrecon.errors import (
 )
 from statrecon.runs.known_cells import KnownCellsAudit, audit_known_cells
 from statrecon.tables import TableSet
+from statrecon.tables.box_moves import box_moves
 from statrecon.tables.ckm import (
     KEY_COLUMN,
     KNOWLEDGE,
@@ -294,7 +295,8 @@ def publication_posteriors(cells: PublishedCells, ptable: PTable, threshold: int
             by_value[shown] = ptable.likelihood(  # a count, or withheld below threshold
                 (shown,) if isinstance(shown, int) else range(threshold))
     likelihoods = [by_value[p] for p in cells.published]
-    return posteriors(cells.tables.equations().matrix, likelihoods, options, known)
+    return posteriors(cells.tables.equations().matrix, likelihoods, options, known,
+                      box_moves(cells.tables))
 
 
 FITTING = "a table that fits"  # the stage of the stand-in table, in progress reports

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
+import numpy as np
 import scipy.sparse as sp
 
 from statrecon.engines.solvers.cpsat import Deadline
@@ -33,6 +34,8 @@ from statrecon.engines.solvers.elimination import SparseBasis
 
 MAX_COMBINED = 4  # basis moves summed into one proposal, at most
 MAX_HEIGHT = 32  # levels of totals above totals that local moves are made for, at most
+MAX_DENSE = 20_000_000  # cell values in the dense table of log likelihoods grouped steps read
+GROUP_COST = (4, 250)  # a grouped step costs about a + entries / b single proposals
 Move = tuple[tuple[int, int], ...]  # (local cell, change), the changes nonzero
 
 
@@ -131,56 +134,190 @@ def _pivot(left: dict[int, Fraction]) -> int:
 
 def run_chain(moves: list[Move], start: Sequence[int],
               log_weight: Sequence[dict[int, float]], steps: int, seed: int,
-              deadline: Deadline, local: Sequence[Move] = ()) -> ChainRun:
+              deadline: Deadline, local: Sequence[Move] = (),
+              boxes: Sequence[Move] = ()) -> ChainRun:
     """Metropolis-Hastings from ``start`` over ``steps`` proposals (fewer if the deadline
     comes first), the first fifth a burn-in: of the steps, or of the time to the deadline
     when that comes first (a chain the deadline stops at a third of its steps keeps four
-    fifths of them, not none); ``log_weight[c][v]``: the log likelihood of
-    value v of cell c (absent: outside its support). ``local``: moves that keep every total
-    (``local_moves``), each proposed with a random sign, in a share of the steps that
-    grows with their number (the choice never depends on the state, so the proposal stays
-    symmetric)."""
+    fifths of them, not none); ``log_weight[c][v]``: the log likelihood of value v of cell
+    c (absent: outside its support). ``local``: moves that keep every total
+    (``local_moves``), each proposed with a random sign, in a share of the steps that grows
+    with their number. ``boxes``: moves of few cells that keep every total
+    (``tables/box_moves``), proposed a whole group with no cell in common at a time
+    (``_Groups``) in a share of the steps that gives them about half the time. No choice
+    depends on the state, so the proposal stays symmetric."""
     rng = random.Random(seed)
-    x = list(start)
     walk = _walk(moves)
     # as many of the proposals as the local moves' share of the null space's dimensions
     local_share = len(local) / (len(moves) + len(local)) if local else 0.0
+    groups = _Groups.of(boxes, log_weight, seed) if boxes else None
+    group_share = 0.0 if groups is None else groups.share
     burn = steps // 5
     left = deadline.left()
     burnt_at = None if left is None else Deadline.after(left / 5)
-    since = [burn] * len(x)
-    held: list[dict[int, int]] = [{} for _ in x]
-    changes = [0] * len(x)
-    accepted = end = 0
+    state = _State(list(start), burn, *((groups.lo, groups.table.shape[1])
+                                         if groups is not None else ()))
+    end = 0
     for step in range(steps):
         if step % 1024 == 0:
             if deadline.expired:
                 break
-            if step < burn and burnt_at is not None and burnt_at.expired:
-                burn, since = step, [step] * len(x)  # nothing was counted before
+            if step < state.burn and burnt_at is not None and burnt_at.expired:
+                state.burn_until(step)
         end = step + 1
+        if groups is not None and rng.random() < group_share:
+            groups.step(state, rng.randrange(len(groups.cells)), step)
+            continue
         if rng.random() < local_share:
             sign = rng.choice((-1, 1))
             change = {c: sign * d for c, d in local[rng.randrange(len(local))]}
         else:
             change = _proposal(moves, walk, rng)
+        x = state.x
         new = [(c, x[c] + d) for c, d in change.items() if d]
         if not new or any(v not in log_weight[c] for c, v in new):
             continue
         gain = sum(log_weight[c][v] - log_weight[c][x[c]] for c, v in new)
         if gain < 0 and rng.random() >= math.exp(gain):
             continue
-        accepted += 1
+        state.take(new, step)
+    return state.run(end)
+
+
+class _State:
+    """The chain's table (``x``, and ``array`` for the grouped steps), when each cell last
+    changed after the burn-in (``since``), how often, and how long it held each value:
+    ``held`` for single moves, ``hist`` (by value - lo, when grouped steps are taken) for
+    grouped ones, added up at the end."""
+
+    def __init__(self, x: list[int], burn: int, lo: np.ndarray | None = None,
+                 width: int = 0) -> None:
+        self.x, self.burn = x, burn
+        self.array = np.array(x, dtype=np.int64)
+        self.since = np.full(len(x), burn, dtype=np.int64)
+        self.changes = np.zeros(len(x), dtype=np.int64)
+        self.held: dict[tuple[int, int], int] = {}
+        self.lo = lo
+        self.hist = None if lo is None else np.zeros((len(x), width), dtype=np.int64)
+        self.accepted = 0
+
+    def burn_until(self, step: int) -> None:
+        """The burn-in ends at ``step`` (before the planned one: nothing was counted yet)."""
+        self.burn = step
+        self.since[:] = step
+
+    def take(self, new: Sequence[tuple[int, int]], step: int) -> None:
+        """One accepted move: each (cell, value) set at ``step``."""
+        self.accepted += 1
+        x, held, since = self.x, self.held, self.since
         for c, v in new:
-            if step >= burn:
-                held[c][x[c]] = held[c].get(x[c], 0) + step - since[c]
+            if step >= self.burn:
+                key = (c, x[c])
+                held[key] = held.get(key, 0) + step - int(since[c])
                 since[c] = step
-                changes[c] += 1
+                self.changes[c] += 1
             x[c] = v
-    for c, v in enumerate(x):
-        if end > since[c]:
-            held[c][v] = held[c].get(v, 0) + end - since[c]
-    return ChainRun(tuple(held), tuple(changes), end, accepted)
+            self.array[c] = v
+
+    def take_all(self, cells: np.ndarray, new: np.ndarray, step: int, moves: int) -> None:
+        """``moves`` accepted moves of a group (distinct cells) set at ``step``."""
+        assert self.hist is not None and self.lo is not None
+        self.accepted += moves
+        if step >= self.burn:
+            self.hist[cells, self.array[cells] - self.lo[cells]] += step - self.since[cells]
+            self.since[cells] = step
+            self.changes[cells] += 1
+        self.array[cells] = new
+        x = self.x
+        for c, v in zip(cells.tolist(), new.tolist(), strict=True):
+            x[c] = v
+
+    def run(self, end: int) -> ChainRun:
+        held: list[dict[int, int]] = [{} for _ in self.x]
+        for (c, v), n in self.held.items():
+            held[c][v] = held[c].get(v, 0) + n
+        if self.hist is not None and self.lo is not None:
+            for c, at in zip(*(a.tolist() for a in np.nonzero(self.hist)), strict=True):
+                v = at + int(self.lo[c])
+                held[c][v] = held[c].get(v, 0) + int(self.hist[c, at])
+        for c, v in enumerate(self.x):
+            if end > self.since[c]:
+                held[c][v] = held[c].get(v, 0) + end - int(self.since[c])
+        return ChainRun(tuple(held), tuple(self.changes.tolist()), end, self.accepted)
+
+
+@dataclass(frozen=True)
+class _Groups:
+    """Moves in groups with no cell in common (a greedy colouring), for steps that propose
+    a whole group at once, each move with its own random sign, each accepted or rejected on
+    its own (``min(1, w(x + m) / w(x))``). Moves on disjoint cells commute, so such a step
+    is the same as proposing them one after the other, and each leaves the posterior where
+    it is; which group is drawn never depends on the state. ``lo`` and ``table``: each
+    cell's log likelihoods by value - lo, -inf outside the support (and in a padding as wide
+    as the largest change, either side); ``share``: of the
+    steps, about half the time (GROUP_COST)."""
+
+    cells: list[np.ndarray]  # per group, its moves' cells one after the other
+    deltas: list[np.ndarray]  # and their changes
+    owner: list[np.ndarray]  # and which move of the group each belongs to
+    lo: np.ndarray
+    table: np.ndarray
+    rng: np.random.Generator
+    share: float
+
+    @staticmethod
+    def of(boxes: Sequence[Move], log_weight: Sequence[dict[int, float]],
+           seed: int) -> _Groups | None:
+        """None where the supports are too wide for a dense table (then one at a time)."""
+        pad = max(abs(d) for move in boxes for _, d in move)
+        lo = np.array([min(w) for w in log_weight], dtype=np.int64) - pad
+        width = max(max(w) - min(w) + 1 for w in log_weight) + 2 * pad
+        if len(log_weight) * width > MAX_DENSE:
+            return None
+        table = np.full((len(log_weight), width), -np.inf)
+        for c, w in enumerate(log_weight):
+            for v, weight in w.items():
+                table[c, v - lo[c]] = weight
+        cells, deltas, owner = [], [], []
+        for group in _colour(boxes):
+            cells.append(np.array([c for i in group for c, _ in boxes[i]], dtype=np.int64))
+            deltas.append(np.array([d for i in group for _, d in boxes[i]], dtype=np.int64))
+            owner.append(np.repeat(np.arange(len(group)), [len(boxes[i]) for i in group]))
+        entries = sum(len(c) for c in cells) / len(cells)
+        share = 1 / (1 + GROUP_COST[0] + entries / GROUP_COST[1])
+        return _Groups(cells, deltas, owner, lo, table, np.random.default_rng(seed), share)
+
+    def step(self, state: _State, k: int, step: int) -> None:
+        """Every move of group ``k`` proposed at once."""
+        cells, owner = self.cells[k], self.owner[k]
+        size = int(owner[-1]) + 1
+        signs = self.rng.integers(0, 2, size) * 2 - 1
+        old = state.array[cells]
+        new = old + signs[owner] * self.deltas[k]
+        base = self.lo[cells]  # a padding of -inf either side: a move never leaves the table
+        gain = np.bincount(owner, weights=self.table[cells, new - base]
+                           - self.table[cells, old - base], minlength=size)
+        accept = np.log(self.rng.random(size)) < gain  # gain -inf: never; >= 0: always
+        if not accept.any():
+            return
+        taken = accept[owner]
+        state.take_all(cells[taken], new[taken], step, int(accept.sum()))
+
+
+def _colour(moves: Sequence[Move]) -> list[list[int]]:
+    """The moves in groups with no cell in common: each the first group none of its cells'
+    moves so far is in."""
+    taken: dict[int, set[int]] = {}
+    groups: list[list[int]] = []
+    for i, move in enumerate(moves):
+        busy = set().union(*(taken.get(c, set()) for c, _ in move))
+        g = next(g for g in range(len(groups) + 1) if g not in busy)
+        if g == len(groups):
+            groups.append([])
+        groups[g].append(i)
+        for c, _ in move:
+            taken.setdefault(c, set()).add(g)
+    return groups
 
 
 @dataclass(frozen=True)
