@@ -147,6 +147,13 @@ def _abs_likelihoods(shown: list[int]) -> list[dict[int, Fraction]]:
     return out
 
 
+def _distance(e: CellPosterior, s: CellPosterior) -> Fraction:
+    """Total variation between two posteriors of one cell."""
+    d_e, d_s = dict(e.distribution), dict(s.distribution)
+    return sum((abs(d_e.get(v, Fraction(0)) - d_s.get(v, Fraction(0)))
+                for v in {*d_e, *d_s}), Fraction(0)) / 2
+
+
 @pytest.mark.parametrize(("rows", "shown"), [
     (ONE_WAY, [2, 3, 0, 6]),
     (TWO_WAY, [2, 3, 3, 0, 5, 3, 5, 3, 7]),  # truth 1 2 / 3 0: rows 3 3, columns 4 2, 6
@@ -169,10 +176,7 @@ def test_the_chain_estimates_the_enumerated_posterior(rows: list[list[int]],
                          PosteriorOptions(max_tables=1, chain_steps=60_000, seed=3),
                          known=last)
     for e, s in [*zip(exact, sampled, strict=True), *zip(exact, started, strict=True)]:
-        d_e, d_s = dict(e.distribution), dict(s.distribution)
-        tv = sum((abs(d_e.get(v, Fraction(0)) - d_s.get(v, Fraction(0)))
-                  for v in {*d_e, *d_s}), Fraction(0)) / 2
-        assert tv < 0.03, (e, s)
+        assert _distance(e, s) < 0.03, (e, s)
 
 
 @settings(max_examples=40, deadline=None)
@@ -330,10 +334,7 @@ def test_the_chain_with_moves_at_two_levels_estimates_the_enumerated_posterior()
                          PosteriorOptions(max_tables=1, chain_steps=200_000, seed=5))
     assert {p.status for p in sampled} == {"sampled"}
     for e, s in zip(exact, sampled, strict=True):
-        d_e, d_s = dict(e.distribution), dict(s.distribution)
-        tv = sum((abs(d_e.get(v, Fraction(0)) - d_s.get(v, Fraction(0)))
-                  for v in {*d_e, *d_s}), Fraction(0)) / 2
-        assert tv < 0.03, (e, s)
+        assert _distance(e, s) < 0.03, (e, s)
 
 
 def test_a_chain_the_deadline_stops_early_keeps_four_fifths_of_its_steps() -> None:
@@ -373,10 +374,7 @@ def test_the_chain_with_grouped_boxes_estimates_the_enumerated_posterior() -> No
                          boxes=[*boxes, broken])
     assert {p.status for p in sampled} == {"sampled"}
     for e, s in zip(exact, sampled, strict=True):
-        d_e, d_s = dict(e.distribution), dict(s.distribution)
-        tv = sum((abs(d_e.get(v, Fraction(0)) - d_s.get(v, Fraction(0)))
-                  for v in {*d_e, *d_s}), Fraction(0)) / 2
-        assert tv < 0.03, (e, s)
+        assert _distance(e, s) < 0.03, (e, s)
 
 
 @settings(max_examples=40, deadline=None)
