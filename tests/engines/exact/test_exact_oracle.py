@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -672,3 +673,22 @@ def test_census_block_is_unique() -> None:
     assert result.status == "unique" and result.solution_count == 1 and result.complete
     ages = sorted(row["age"] for row in result.solutions[0])
     assert ages == [8, 18, 24, 30, 36, 66, 84]
+
+
+@pytest.mark.parametrize("name", ["block_2b.yaml", "block.yaml"])
+def test_a_solution_read_by_index_is_the_one_read_by_variable(name: str) -> None:
+    """The enumeration reads each solution by variable index (``indexed_dataset``); on the
+    examples that path is taken, and it reads what ``dataset`` reads through the wrapper."""
+    from ortools.sat.python import cp_model
+
+    from statrecon.engines.exact.reconstruct import _model
+    from statrecon.engines.solvers.cpsat import Deadline
+
+    release = load_release(EXAMPLES / name)
+    rm = _model(release, compile_known(release, None), ExactOptions(), Deadline.after(None))
+    solver = cp_model.CpSolver()
+    assert solver.solve(rm.model) in (cp_model.OPTIMAL, cp_model.FEASIBLE)
+    solution = list(solver.response_proto.solution)
+    assert rm._slots is not None
+    by_index = rm.indexed_dataset(solution.__getitem__, solver.value)
+    assert by_index == rm.dataset(solver.value) and by_index

@@ -86,7 +86,7 @@ class _Collector(cp_model.CpSolverSolutionCallback):
         self.full = False
 
     def on_solution_callback(self) -> None:
-        dataset = self.rm.dataset(self.value)
+        dataset = self.rm.indexed_dataset(self.SolutionIntegerValue, self.value)
         if dataset not in self.found:
             self.found[dataset] = None
             self.rows += len(dataset)

@@ -13,6 +13,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import cached_property
 from typing import Any, Literal
 
 from statrecon.errors import StatreconError
@@ -781,6 +782,43 @@ class RecordModel:
             statistic=s.id)
 
     # --- reading solutions --------------------------------------------------------------
+    def indexed_dataset(self, value_at: Callable[[int], int],
+                        value_of: Any) -> tuple[tuple[int, ...], ...]:
+        """``dataset``, read by variable index where every value is a whole-number constant
+        or a plain variable (``value_at``: a solution callback's ``SolutionIntegerValue``;
+        an enumeration reads every solution, and the wrapper around each value was most of
+        its time); else ``dataset(value_of)``."""
+        if self._slots is None:
+            return self.dataset(value_of)
+        rows = []
+        for present, slots in self._slots:
+            if present >= 0 and not value_at(present):
+                continue
+            rows.append(tuple(v if i < 0 else value_at(i) for v, i in slots))
+        return tuple(sorted(rows))
+
+    @cached_property
+    def _slots(self) -> list[tuple[int, tuple[tuple[int, int], ...]]] | None:
+        """Per row: its presence variable's index (-1: always there) and per column
+        (constant, -1) or (0, variable index); None if some value is neither."""
+        from ortools.sat.python import cp_model
+
+        def plain(v: Any) -> bool:
+            return isinstance(v, cp_model.IntVar) and v.index >= 0
+
+        out = []
+        for r in range(self.n):
+            p = self.present[r]
+            values = [self.x[r][c.name] for c in self.columns]
+            if not (p is True or plain(p)) or not all(
+                    (isinstance(v, int) and not isinstance(v, bool)) or plain(v)
+                    for v in values):
+                return None
+            out.append((-1 if p is True else p.index,
+                        tuple((v, -1) if isinstance(v, int) else (0, v.index)
+                              for v in values)))
+        return out
+
     def dataset(self, value_of: Any) -> tuple[tuple[int, ...], ...]:
         """The solution as a canonical multiset: sorted tuples of encoded values, present rows."""
         rows = []
