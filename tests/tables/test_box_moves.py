@@ -78,3 +78,15 @@ def test_a_one_way_table_offers_shifts_between_siblings(variables: tuple[str, ..
     assert len(boxes) == (2 if variables == ("age",) else 3)
     for box in boxes:
         assert len(box) == 2 and not (a @ _vector(box, a.shape[1])).any()
+
+
+def test_tables_whose_boxes_would_be_too_many_offer_none() -> None:
+    """A cap on the boxes' cells, tables in order: a table past it is skipped whole (the
+    three-way table's 6 boxes take 48 cells, the two-way table's 6 take 24), the others
+    still offer theirs."""
+    tables = TableSet((_table(("district", "age", "sex")), _table(("district", "age"))))
+    every = box_moves(tables)
+    assert len(every) == 12 and box_moves(tables, max_entries=72) == every
+    assert box_moves(tables, max_entries=71) == every[:6]  # the three-way table's
+    assert box_moves(tables, max_entries=47) == every[6:]  # the two-way table's
+    assert box_moves(tables, max_entries=23) == []
