@@ -70,26 +70,48 @@ def _recon(path: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
 
 
 def _within_one(a: pd.DataFrame, b: pd.DataFrame) -> pd.Series:
-    """Per block: the largest one-to-one matching with equal sex/race/origin and |age| <= 1."""
+    """Per block: the largest one-to-one matching with equal sex/race/origin and |age| <= 1.
+
+    Age by age over every group at once (numpy): a person left unmatched at age t - 1 can
+    only still match one of the other side at t, so those are matched first, then the two
+    sides at t with each other, and what is left waits for t + 1. Taking the person who
+    leaves the window first is optimal (the exchange argument of interval matching), as
+    the two-pointer walk over each group's sorted ages was (tests/experiments compare)."""
     group = ["block", "sex", "race", "hispanic"]
-    ages_b = b.groupby(group, observed=True)["age"].apply(lambda s: np.sort(s.to_numpy()))
-    out: dict[str, int] = {}
-    for key, s in a.groupby(group, observed=True)["age"]:
-        other = ages_b.get(key)
-        if other is None:
-            continue
-        x = np.sort(s.to_numpy())
-        i = j = n = 0
-        while i < len(x) and j < len(other):
-            if abs(int(x[i]) - int(other[j])) <= 1:
-                n, i, j = n + 1, i + 1, j + 1
-            elif x[i] < other[j]:
-                i += 1
-            else:
-                j += 1
-        block = str(key[0])
-        out[block] = out.get(block, 0) + n
-    return pd.Series(out, dtype=np.int64)
+    both = pd.concat([a[[*group, "age"]], b[[*group, "age"]]], ignore_index=True)
+    if not len(both):
+        return pd.Series(dtype=np.int64)
+    ids = both.groupby(group, observed=True, sort=False).ngroup().to_numpy()
+    kept = ids >= 0  # a person with a missing key is in no group, as groupby has it
+    if not kept.any():
+        return pd.Series(dtype=np.int64)
+    both, ids = both[kept], ids[kept]
+    side = np.repeat([0, 1], [len(a), len(b)])[kept]
+    age = both["age"].to_numpy(dtype=np.int64)
+    groups = int(ids.max()) + 1
+    per_age = (pd.DataFrame({"g": ids, "age": age, "side": side}).value_counts()
+               .unstack("side", fill_value=0).reindex(columns=[0, 1], fill_value=0)
+               .reset_index().sort_values("age", kind="stable"))
+    g_of, age_of = per_age["g"].to_numpy(), per_age["age"].to_numpy()
+    count = per_age[[0, 1]].to_numpy(dtype=np.int64).T
+    left = np.zeros((2, groups), dtype=np.int64)  # unmatched at left_age, per group
+    left_age = np.full(groups, np.iinfo(np.int64).min)
+    matched = np.zeros(groups, dtype=np.int64)
+    bounds = np.flatnonzero(np.diff(age_of)) + 1
+    for rows in np.split(np.arange(len(age_of)), bounds):
+        t, g = age_of[rows[0]], g_of[rows]
+        fresh = left_age[g] == t - 1
+        left_a, left_b = np.where(fresh, left[0, g], 0), np.where(fresh, left[1, g], 0)
+        new_a, new_b = count[0, rows], count[1, rows]
+        first_a, first_b = np.minimum(left_a, new_b), np.minimum(left_b, new_a)
+        new_a, new_b = new_a - first_b, new_b - first_a
+        pairs = np.minimum(new_a, new_b)
+        matched[g] += first_a + first_b + pairs
+        left[0, g], left[1, g], left_age[g] = new_a - pairs, new_b - pairs, t
+    blocks = both["block"].astype(str).to_numpy()
+    row_of = np.zeros(groups, dtype=np.int64)
+    row_of[ids] = np.arange(len(ids))  # any row of the group: they share its block
+    return pd.Series(matched, index=blocks[row_of]).groupby(level=0).sum()
 
 
 def _baseline(truth: pd.DataFrame, seed: int) -> pd.DataFrame:
