@@ -234,6 +234,18 @@ def _perturbed(folder: Path) -> Path:
     return folder / "pub.csv"
 
 
+def _perturb_reader(name: str, build: Callable[[Path], Path], keys: tuple[str, str],
+                    number: Edit) -> Reader:
+    """``tables perturb`` of microdata ``m.csv`` (columns a, b) with ``p.csv``, its record
+    keys given by ``keys``."""
+    return Reader(name, ("tables/ckm.py",), build,
+                  lambda main, out: ["tables", "perturb", str(main), "--ptable",
+                                     str(main.parent / "p.csv"), "--dimensions", "a,b",
+                                     *keys, "--out", str(out)],
+                  number=number, code=lambda f, t: _sub(f / "m.csv", "\nx,", f"\n{t},"),
+                  duplicate=lambda f: _dup_header(f / "m.csv"), writes=True)
+
+
 # ------------------------------------------------------------------------------ census
 
 BLOCKS = [TRACT_A + "1000", TRACT_A + "1001"]
@@ -368,20 +380,10 @@ READERS: tuple[Reader, ...] = (
            number=lambda f, t: _sub(f / "threeway.csv", ",60,60,", f",{t},60,"),
            code=lambda f, t: _sub(f / "threeway.csv", "\nTotal,Total,u,", f"\nTotal,Total,{t},"),
            duplicate=lambda f: _dup_header(f / "threeway.csv"), writes=True),
-    Reader("cell key perturbation", ("tables/ckm.py",), _ckm,
-           lambda main, out: ["tables", "perturb", str(main), "--ptable",
-                              str(main.parent / "p.csv"), "--dimensions", "a,b",
-                              "--record-key", "rk", "--out", str(out)],
-           number=lambda f, t: _sub(f / "p.csv", ",0.46,", f",{t},"),
-           code=lambda f, t: _sub(f / "m.csv", "\nx,", f"\n{t},"),
-           duplicate=lambda f: _dup_header(f / "m.csv"), writes=True),
-    Reader("record keys from ids", ("tables/ckm.py",), _ons_ids,
-           lambda main, out: ["tables", "perturb", str(main), "--ptable",
-                              str(main.parent / "p.csv"), "--dimensions", "a,b",
-                              "--ons-id", "id", "--out", str(out)],
-           number=lambda f, t: _sub(f / "m.csv", ",17\n", f",{t}\n"),
-           code=lambda f, t: _sub(f / "m.csv", "\nx,", f"\n{t},"),
-           duplicate=lambda f: _dup_header(f / "m.csv"), writes=True),
+    _perturb_reader("cell key perturbation", _ckm, ("--record-key", "rk"),
+                    lambda f, t: _sub(f / "p.csv", ",0.46,", f",{t},")),
+    _perturb_reader("record keys from ids", _ons_ids, ("--ons-id", "id"),
+                    lambda f, t: _sub(f / "m.csv", ",17\n", f",{t}\n")),
     Reader("perturbed publication", ("tables/published.py",), _perturbed,
            lambda main, out: ["tables", "audit", str(main), "--ptable",
                               str(main.parent / "p.csv"), "--dimensions", "a,b"],

@@ -486,8 +486,10 @@ def _round_from_protect(source: Path, out: Path | None, base: int | None,
         raise StatreconError("--method round needs --base b (a whole number, at least 2)")
     if out is None:
         raise StatreconError("give --out: where the rounded table goes")
+    from statrecon.runs.rounding import DEFAULT_WORKERS
+
     _round(source, out, base, rounding or "nearest", seed, attacker_knows or "method", audit,
-           time_limit, None, 8, as_json, inputs)
+           time_limit, None, DEFAULT_WORKERS, as_json, inputs)
 
 
 def _refuse_with(method: str, given: dict[str, bool]) -> None:

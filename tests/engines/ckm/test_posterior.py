@@ -406,3 +406,18 @@ def test_a_cell_beside_a_stuck_one_is_unmixed() -> None:
     assert _moved(rows, [3] * 5 + [1] + [3] * 3, changes) == \
         [False] * 3 + [True] * 3 + [True, True, False]
     assert _moved(rows, [3] * 9, [[many] * 9] * 2) == [True] * 9
+
+
+def test_the_parts_of_a_total_the_chains_hardly_move_get_no_estimate() -> None:
+    """A total whose second value is a billion times less likely: the chains move its parts
+    within it thousands of times and agree, but the total hardly changes, so neither it nor
+    its parts get an estimate (the estimate would be one given that total)."""
+    parts = [{v: Fraction(1, 5) for v in range(5)}] * 3
+    total = {6: Fraction(1), 7: Fraction(1, 10**9)}
+    found = posteriors(sp.csr_matrix(ONE_WAY), [*parts, total],
+                       PosteriorOptions(max_tables=1, chain_steps=100_000, seed=2))
+    assert [p.status for p in found] == ["unmixed"] * 4
+    steady = {6: Fraction(1)}  # a total of one possible value never needs to move
+    found = posteriors(sp.csr_matrix(ONE_WAY), [*parts, steady],
+                       PosteriorOptions(max_tables=1, chain_steps=100_000, seed=2))
+    assert [p.status for p in found] == ["sampled"] * 4
