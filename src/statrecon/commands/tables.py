@@ -481,12 +481,19 @@ def _round_from_protect(source: Path, out: Path | None, base: int | None,
                         rounding: str | None, seed: int | None, attacker_knows: str | None,
                         audit: bool, time_limit: float | None, as_json: bool,
                         inputs: tuple[Any, ...]) -> None:
-    """``tables protect --method round``: ``tables round`` with its defaults."""
+    """``tables protect --method round``: ``tables round`` with its defaults (the method
+    checked here first, so a mistake names this command's flag, ``--rounding``)."""
+    from statrecon.runs.rounding import DEFAULT_WORKERS
+    from statrecon.tables.rounding import METHODS
+
     if base is None:
         raise StatreconError("--method round needs --base b (a whole number, at least 2)")
     if out is None:
         raise StatreconError("give --out: where the rounded table goes")
-    from statrecon.runs.rounding import DEFAULT_WORKERS
+    if rounding is not None and rounding not in METHODS:
+        raise StatreconError(f"--rounding {rounding!r}: choose from {', '.join(METHODS)}")
+    if (rounding == "random") != (seed is not None):
+        raise StatreconError("--rounding random needs --seed N (and only it takes one)")
 
     _round(source, out, base, rounding or "nearest", seed, attacker_knows or "method", audit,
            time_limit, None, DEFAULT_WORKERS, as_json, inputs)
