@@ -5,6 +5,7 @@ Exit codes: 0 ok, 1 user error, 2 infeasible release, 3 unknown (time limit).
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from pathlib import Path
@@ -308,6 +309,14 @@ def _internal_error(err: Console) -> NoReturn:
     sys.exit(EXIT_INTERNAL)
 
 
+@functools.cache
+def _command() -> Any:
+    """The click command typer makes of ``app``, made once per process: ``app()`` makes it
+    anew on every call (every command's signature and annotations read again), which was a
+    third of the time of each command the test suite runs in its own process."""
+    return typer.main.get_command(app)
+
+
 def main() -> None:
     """Console entry point: user mistakes print one line and exit 1, never a traceback."""
     from statrecon.report import safe_text  # user text in messages: no terminal escapes
@@ -319,7 +328,7 @@ def main() -> None:
         from statrecon.interrupt import install
 
         install()  # SIGTERM behaves like Ctrl-C; both stop running solves at once
-        code = app(args=args, standalone_mode=False)
+        code = _command()(args=args, standalone_mode=False)
     except InconsistentReleaseError as e:
         err.print(f"[bold red]inconsistent release:[/] {escape(safe_text(e))}", highlight=False,
                   soft_wrap=True)
