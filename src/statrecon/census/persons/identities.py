@@ -52,9 +52,11 @@ def _count_cells_by_mask(levels: dict[str, list[Sf1Cell]],
     """Count cells of every level keyed by the digest of their attribute set."""
     by_mask: dict[str, list[tuple[str, int]]] = defaultdict(list)
     for lv, m in masks.items():
+        starts = m.indptr  # row i's columns, read from the arrays (a row slice is slow)
         for i in range(m.shape[0]):
             if not levels[lv][i].is_median:  # medians are not counts: no sums to check
-                by_mask[_digest(np.sort(m[i].indices))].append((lv, i))
+                row = np.sort(m.indices[starts[i]:starts[i + 1]])
+                by_mask[_digest(row)].append((lv, i))
     return by_mask
 
 
