@@ -22,6 +22,7 @@ nothing but that a zero stays zero.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -167,9 +168,14 @@ class KeyedPTable(PTable):
     key_range: int = ONS_KEY_RANGE
     format: Format = "ons"
 
-    @property
-    def noise(self) -> int:
+    @functools.cached_property
+    def noise(self) -> int:  # read on every count's sources: the whole table scanned once
         return max(abs(v) for row in self.values.values() for v in row)
+
+    @functools.cached_property
+    def _outcomes(self) -> dict[int, dict[int, Fraction]]:
+        """Each row's outcomes, counted the first time the row is asked for."""
+        return {}
 
     def row(self, n: int) -> int:
         return n if n <= ONS_ROWS else (n - 1) % ONS_CYCLE + ONS_ROWS - ONS_CYCLE + 1
@@ -180,8 +186,12 @@ class KeyedPTable(PTable):
     def outcomes(self, n: int) -> dict[int, Fraction]:
         if n == 0:
             return {0: Fraction(1)}
-        counts = Counter(self.values[self.row(n)])
-        return {v: Fraction(c, self.key_range) for v, c in sorted(counts.items())}
+        row = self.row(n)
+        if row not in self._outcomes:
+            counts = Counter(self.values[row])
+            self._outcomes[row] = {v: Fraction(c, self.key_range)
+                                   for v, c in sorted(counts.items())}
+        return dict(self._outcomes[row])
 
     def cell_key(self, key_sum: Fraction) -> Fraction:
         return Fraction(int(key_sum) % self.key_range)
@@ -221,11 +231,11 @@ class IntervalPTable(PTable):
     rows: Mapping[int, tuple[Transition, ...]] = field(hash=False)
     format: Format = "abs"
 
-    @property
+    @functools.cached_property
     def top(self) -> int:
         return max(self.rows)
 
-    @property
+    @functools.cached_property
     def noise(self) -> int:
         return max(abs(t.v) for row in self.rows.values() for t in row if t.p > 0)
 
