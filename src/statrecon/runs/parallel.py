@@ -65,8 +65,7 @@ def _call(fn: Callable[[Any, T], R], unit: T) -> R:
 
 def _run_pool(fn: Callable[[Any, T], R], shared: Any, units: Iterable[T], workers: int,
               max_pending: int) -> Iterator[tuple[T, R]]:
-    # spawn: the parent holds solver and DuckDB threads, which fork does not copy safely.
-    ctx = multiprocessing.get_context("spawn")
+    ctx = _context(fn)
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker,
                                initargs=(shared,))
     finished = False
@@ -78,6 +77,19 @@ def _run_pool(fn: Callable[[Any, T], R], shared: Any, units: Iterable[T], worker
             pool.shutdown(wait=True)
         else:  # interrupted, an error, or the caller stopped early: units in flight are lost
             _kill(pool)
+
+
+def _context(fn: Callable[..., Any]) -> multiprocessing.context.BaseContext:
+    """Where pool workers come from. Not a fork of this process: it holds solver and DuckDB
+    threads, which fork does not copy safely. A fork server (a fresh interpreter that
+    imported ``fn``'s module once, with no such threads) forks each worker with the solvers
+    already imported; a spawned worker imported them itself, a second of CPU each (the test
+    suite started 22). Spawn where there is no fork server (not POSIX)."""
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload([fn.__module__])  # read when the server first starts
+    return ctx
 
 
 def _kill(pool: ProcessPoolExecutor) -> None:
