@@ -62,7 +62,7 @@ def _tau_argus(arb: Path) -> None:
     """The job through pytauargus, in a process of its own (a crash of its native engine
     fails the test instead of the run)."""
     pytest.importorskip("pytauargus", exc_type=ImportError)
-    process = multiprocessing.get_context("spawn").Process(target=_run_pytauargus,
+    process = multiprocessing.get_context("forkserver").Process(target=_run_pytauargus,
                                                              args=(arb,))
     process.start()
     process.join(300)

@@ -104,7 +104,7 @@ def _tau_argus(tables: TableSet, folder: Path, box: str = "tau-argus"
     load_peer("tauargus")
     tab, rda = _tau_files(tables, folder)
     out = folder / "tau.json"
-    process = multiprocessing.get_context("spawn").Process(
+    process = multiprocessing.get_context("forkserver").Process(
         target=_round_in_tau_argus,
         args=(str(tab), str(rda), list(tables.tables[0].variables), BASE, box, str(out)))
     process.start()
