@@ -62,22 +62,22 @@ from statrecon.census.households.files import write_households_csv
 
 CliResult = tuple[int, str, str]
 
-# The longest test files, longest first (seconds of a run on 2 busy cores, 2026-11-27, in
+# The longest test files, longest first (seconds of a run on 2 busy cores, 2026-11-28, in
 # brackets). ``--dist loadfile`` gives each worker a whole file as it frees up, in collection
 # order (pyproject: --no-loadscope-reorder): these go first, so the files that start last are
 # short ones and neither worker waits long on the other. A file not here keeps its place.
 LONGEST_FIRST = (
-    "tests/test_readme.py",  # [131] every documented command, the 28 DP tracts among them
-    "tests/pipelines/test_census_pipeline.py",  # [57]
-    "tests/census/persons/test_census_noise.py",  # [37]
-    "tests/engines/exact/test_exact_oracle.py",  # [33]
-    "tests/hostile/test_injection.py",  # [31]
-    "tests/commands/test_cli_ux.py",  # [26]
-    "tests/hostile/test_gates.py",  # [22]
-    "tests/hostile/test_every_reader.py",  # [22]
-    "tests/commands/test_fuzz_cli.py",  # [20]
-    "tests/commands/test_signals.py",  # [19]
-    "tests/experiments/test_experiments.py",  # [20] n = 600 (was [99] at n = 1000)
+    "tests/test_readme.py",  # [37] every documented command, the DP guide's among them
+    "tests/pipelines/test_census_pipeline.py",  # [23]
+    "tests/engines/exact/test_exact_oracle.py",  # [21]
+    "tests/commands/test_cli_ux.py",  # [19]
+    "tests/census/persons/test_census_noise.py",  # [15]
+    "tests/engines/suppression/test_suppression.py",  # [15]
+    "tests/runs/test_census_protect_release.py",  # [14]
+    "tests/experiments/test_experiments.py",  # [14] n = 600 (was [99] at n = 1000)
+    "tests/commands/test_signals.py",  # [12]
+    "tests/runs/test_census_protect.py",  # [11]
+    "tests/peers/test_witness_finders_peer.py",  # [10]
 )
 
 
@@ -107,21 +107,23 @@ BLOCK_COLUMNS = ("age", "sex", "race", "married")
 
 
 def statrecon(*args: str | Path, cwd: Path = ROOT, stdin: str | bytes | None = None,
-              columns: int = 120) -> subprocess.CompletedProcess[str]:
+              columns: int = 120, env: dict[str, str] | None = None
+              ) -> subprocess.CompletedProcess[str]:
     """``statrecon ARGS`` run in this process (the real ``cli.main``, exit code, stdout and
     stderr as a user sees them, in a ``columns``-wide terminal without colour), at a fraction
     of a subprocess's start-up. ``stdin``: what a pipe on standard input carries (a real file
     descriptor, as a shell pipe gives, written from a thread); None leaves stdin alone.
-    ``statrecon_process`` for what needs a process of its own (signals, a clean
-    interpreter)."""
+    ``env``: environment variables set for the call only. ``statrecon_process`` for what
+    needs a process of its own (signals, a clean interpreter)."""
     import io
 
     from statrecon import cli
 
     out, err = io.StringIO(), io.StringIO()
-    saved = sys.argv, os.getcwd(), {k: os.environ.get(k) for k in ("COLUMNS", "NO_COLOR")}
+    setting = {"COLUMNS": str(columns), "NO_COLOR": "1", **(env or {})}
+    saved = sys.argv, os.getcwd(), {k: os.environ.get(k) for k in setting}
     sys.argv = ["statrecon", *map(str, args)]
-    os.environ.update({"COLUMNS": str(columns), "NO_COLOR": "1"})
+    os.environ.update(setting)
     os.chdir(cwd)
     code: object = 0
     try:

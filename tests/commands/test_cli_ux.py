@@ -6,7 +6,9 @@ JSON; --quiet silences it); flags look like flags in every help; ``--workers`` m
 everywhere (0 = all cores); output to a pipe is not wrapped; ``audit-stream`` reading a terminal
 says how to end the input.
 
-Options are checked in process (typer's runner); what a user sees runs the real console script.
+Options are checked in process (typer's runner); progress runs the real ``cli.main`` in
+process (``conftest.statrecon``: stdout and stderr are pipes to it, not terminals); what needs
+the real console script (a pipe's width, a terminal on stdin) runs it.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import Any
 
 import pytest
 import typer
-from conftest import COMMAND, EXAMPLES, ROOT, SLICE, SUM_ALL, CensusSlice, audit_cli
+from conftest import COMMAND, EXAMPLES, ROOT, SLICE, SUM_ALL, CensusSlice, audit_cli, statrecon
 from typer.testing import CliRunner
 
 from statrecon.commands.progress import PlainProgress, elapsed_text
@@ -61,8 +63,8 @@ def test_claims_verify_json_reports_progress_on_stderr(tmp_path: Path) -> None:
 
     path = households(tmp_path)
     env = {"STATRECON_PROGRESS_INTERVAL": "0.05"}
-    proc = run_cli("claims", "verify", "--households", path, "--json", "--k", "5",
-                   "--no-negative", env=env)
+    proc = statrecon("claims", "verify", "--households", path, "--json", "--k", "5",
+                     "--no-negative", env=env)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["blocks"]  # stdout stays pure JSON
     lines = proc.stderr.splitlines()
@@ -73,10 +75,10 @@ def test_claims_verify_json_reports_progress_on_stderr(tmp_path: Path) -> None:
 
 def test_reconstruct_json_says_it_is_running() -> None:
     env = {"STATRECON_PROGRESS_INTERVAL": "0.05"}
-    proc = run_cli("reconstruct", EXAMPLES / "block.yaml", "--json", env=env)
+    proc = statrecon("reconstruct", EXAMPLES / "block.yaml", "--json", env=env)
     assert proc.returncode == 0 and json.loads(proc.stdout)["status"] == "unique"
     assert re.search(r"^Reconstructing: \d\d:\d\d elapsed( \(.*\))?$", proc.stderr, re.MULTILINE)
-    quiet = run_cli("reconstruct", EXAMPLES / "block.yaml", "--json", "--quiet", env=env)
+    quiet = statrecon("reconstruct", EXAMPLES / "block.yaml", "--json", "--quiet", env=env)
     assert quiet.returncode == 0 and quiet.stderr == ""
 
 
@@ -91,10 +93,10 @@ def test_census_steps_say_they_are_running(command: str, census_slice: CensusSli
     args = {"tabulate": ["--persons", persons, "--out", tmp_path / "r2.parquet", "--json"],
             "compare": ["--truth", persons, "--recon", recon, "--json"],
             "report": [recon, "--out", tmp_path / "report.html"]}[command]
-    proc = run_cli("census", command, *args, env=env)
+    proc = statrecon("census", command, *args, env=env)
     assert proc.returncode == 0, proc.stderr
     assert re.search(r"^\w[\w ]*: \d\d:\d\d elapsed$", proc.stderr, re.MULTILINE), proc.stderr
-    quiet = run_cli("census", command, *args, "--quiet", env=env)
+    quiet = statrecon("census", command, *args, "--quiet", env=env)
     assert quiet.returncode == 0 and "elapsed" not in quiet.stderr
 
 
