@@ -12,7 +12,7 @@ import pytest
 
 from statrecon.engines.ckm.posterior import _kept_boxes
 from statrecon.tables import TableSet
-from statrecon.tables.box_moves import box_moves
+from statrecon.tables.box_moves import box_moves, record_moves
 from statrecon.tables.rules import TableSpec, tabulate
 
 DISTRICTS = {"Total": ("R1", "R2"), "R1": ("d1", "d2", "d3"), "R2": ("d4", "d5")}
@@ -90,3 +90,70 @@ def test_tables_whose_boxes_would_be_too_many_offer_none() -> None:
     assert box_moves(tables, max_entries=71) == every[:6]  # the three-way table's
     assert box_moves(tables, max_entries=47) == every[6:]  # the two-way table's
     assert box_moves(tables, max_entries=23) == []
+
+
+# ------------------------------------------------------------------------- record moves
+
+
+def _linked() -> TableSet:
+    return TableSet((_table(("district", "age", "sex")), _table(("district", "age")),
+                     _table(("age", "sex"))))
+
+
+def _holds(key: frozenset[tuple[str, str]], record: dict[str, str]) -> bool:
+    """Whether a cell (its non-total codes) counts the record: each code the record's own or
+    one above it (the districts' regions)."""
+    regions = {d: r for r, ds in DISTRICTS.items() if r != "Total" for d in ds}
+    return all(record[v] == code or (v == "district" and regions[record[v]] == code)
+               for v, code in key)
+
+
+def _every_record_move(tables: TableSet) -> set[tuple[tuple[int, int], ...]]:
+    """Brute force: every record of the grid moved to a sibling leaf of one variable, as
+    the count of every cell of the linked tables before and after."""
+    leaves = {"district": ("d1", "d2", "d3", "d4", "d5"), "age": ("a", "b", "c"),
+              "sex": ("f", "m")}
+    siblings = {"district": [("d1", "d2"), ("d2", "d3"), ("d4", "d5")],
+                "age": [("a", "b"), ("b", "c")], "sex": [("f", "m")]}
+    keys = tables.keys()
+    found = set()
+    for values in itertools.product(*leaves.values()):
+        record = dict(zip(leaves, values, strict=True))
+        for variable, pairs in siblings.items():
+            for old, new in pairs:
+                before, after = {**record, variable: old}, {**record, variable: new}
+                move = tuple((c, _holds(k, after) - _holds(k, before))
+                             for c, k in enumerate(keys) if _holds(k, after) != _holds(k, before))
+                found |= {move, tuple((c, -d) for c, d in move)}
+    return found
+
+
+def test_record_moves_are_records_moved_between_sibling_codes() -> None:
+    """Three linked tables sharing their margins: the record moves (fewer than the cap, so
+    all of them) are the records of the grid moved to a sibling code, counted cell by cell by
+    brute force (either direction: the chain proposes both signs); each keeps every
+    equation; some move a margin two tables share (what a box kept by the equations never
+    does); made twice, the same moves."""
+    tables = _linked()
+    a = tables.equations().matrix
+    moves = record_moves(tables, max_moves=10_000)
+    oracle = _every_record_move(tables)
+    assert len(set(moves)) == len(moves)  # every record move once, in one direction
+    assert set(moves) | {tuple((c, -d) for c, d in m) for m in moves} == oracle
+    for move in moves:
+        assert not (a @ _vector(move, a.shape[1])).any()
+    shared = {c for c, k in enumerate(tables.keys())
+              if sum(any(t.key(cell) == k for cell in t.cells) for t in tables.tables) > 1}
+    assert any(c in shared for move in moves for c, _ in move)
+    assert record_moves(tables, max_moves=10_000) == moves
+
+
+def test_record_moves_past_the_cap_are_a_sample() -> None:
+    """More record moves than the cap: that many, drawn (the same for the same seed), each
+    one of the brute force's."""
+    tables = _linked()
+    oracle = _every_record_move(tables)
+    drawn = record_moves(tables, max_moves=20)
+    assert len(drawn) == 20 and set(drawn) <= oracle
+    assert record_moves(tables, max_moves=20) == drawn != record_moves(tables, 20, seed=1)
+    assert record_moves(tables, max_moves=0) == []

@@ -10,17 +10,29 @@ tables that add up can propose thousands at once (``engines/ckm/chain``), where 
 elimination finds share a few cells widely. Linked tables can bind a box's cells in another
 table's sums (a leaf here, a margin there): the chain keeps only the moves every equation
 allows.
+
+Boxes never change a total, so on their own the margins stay where the chain started.
+``record_moves`` moves them: one record taken from a leaf code to a sibling leaf, seen by every
+table at once (each cell holding the record changes by one, the margins the tables share
+included), which keeps every equation of linked tables by construction. The chains do not
+propose them yet: beside the boxes they gave 3,702 of 4,662 cells a calibrated estimate in
+120 s (2,565 without), but 8,129 of 102,786 cells an overconfident one (the most probable
+count given 0.486 on average, right 42.6 % of the time; BENCHMARKS.md, "record moves").
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Iterable
 
-from statrecon.tables.model import TableSet
+import numpy as np
+
+from statrecon.tables.model import Hierarchy, TableSet
 
 Move = tuple[tuple[int, int], ...]  # (cell in TableSet.keys() order, change), sorted by cell
 MAX_ENTRIES = 4_000_000  # cells of all boxes together, at most: tables past it offer none
+MAX_RECORD_MOVES = 50_000  # record moves drawn, at most (a sample of all of them)
 
 
 def box_moves(tables: TableSet, max_entries: int = MAX_ENTRIES) -> list[Move]:
@@ -52,3 +64,68 @@ def box_moves(tables: TableSet, max_entries: int = MAX_ENTRIES) -> list[Move]:
                  -1 if sum(corner) % 2 else 1)
                 for corner in corners)))
     return out
+
+
+def record_moves(tables: TableSet, max_moves: int = MAX_RECORD_MOVES, seed: int = 0
+                 ) -> list[Move]:
+    """Moves of one record from a leaf code of a variable to a sibling leaf, as every table
+    sees it: each table gets +1 on the cells holding the record with its new code and -1 on
+    those holding it with the old (its leaf cell and every total above it, the margins shared
+    with the other tables included). Boxes keep every total; these move the margins too,
+    which a box never does. Every one of them where there are at most ``max_moves`` (pairs of
+    sibling leaves x leaves of the other variables), else ``max_moves`` drawn with ``seed``.
+    None where the linked tables give a variable two hierarchies."""
+    hierarchies: dict[str, Hierarchy] = {}
+    for table in tables.tables:
+        for variable in table.variables:
+            if hierarchies.setdefault(variable, table.hierarchies[variable]) != \
+                    table.hierarchies[variable]:
+                return []
+    names = sorted(hierarchies)
+    leaves = {v: [c for c in hierarchies[v].codes() if hierarchies[v].is_leaf(c)]
+              for v in names}
+    pairs = [(v, a, b) for v in names for children in hierarchies[v].children.values()
+             for a, b in itertools.pairwise(
+                 [c for c in children if hierarchies[v].is_leaf(c)])]
+    if not pairs or max_moves <= 0:
+        return []
+    # each leaf's grid positions up its hierarchy, and each table's columns by position
+    up = {v: {c: [h.index(c)] + [h.index(p) for p in h.ancestors(c)] for c in leaves[v]}
+          for v, h in hierarchies.items()}
+    columns = [tables._columns_of(t) for t in range(len(tables.tables))]
+    others = {v: [u for u in names if u != v] for v in names}
+    every = sum(math.prod(len(leaves[u]) for u in others[v]) for v, _, _ in pairs)
+    if every <= max_moves:
+        drawn: Iterable[tuple[tuple[str, str, str], dict[str, str]]] = (
+            (pair, dict(zip(others[pair[0]], codes, strict=True))) for pair in pairs
+            for codes in itertools.product(*(leaves[u] for u in others[pair[0]])))
+    else:
+        rng = np.random.default_rng(seed)
+        drawn = ((pairs[int(rng.integers(len(pairs)))],
+                  {u: leaves[u][int(rng.integers(len(leaves[u])))] for u in names})
+                 for _ in range(2 * max_moves))
+    out: dict[Move, None] = {}
+    for (variable, old, new), record in drawn:
+        move = _record_move(tables, columns, up, record, variable, old, new)
+        if move:
+            out[move] = None
+            if len(out) >= max_moves:
+                break
+    return list(out)
+
+
+def _record_move(tables: TableSet, columns: list[np.ndarray],
+                 up: dict[str, dict[str, list[int]]], record: dict[str, str], variable: str,
+                 old: str, new: str) -> Move:
+    change: dict[int, int] = {}
+    for t, table in enumerate(tables.tables):
+        own: dict[int, int] = {}
+        for code, sign in ((new, 1), (old, -1)):
+            paths = [up[u][code if u == variable else record[u]] for u in table.variables]
+            for position in itertools.product(*paths):
+                column = int(columns[t][position])
+                own[column] = own.get(column, 0) + sign
+        for column, d in own.items():  # a cell of two tables changes once, the same in both
+            if d and change.setdefault(column, d) != d:
+                return ()
+    return tuple(sorted((c, d) for c, d in change.items() if d))
