@@ -65,6 +65,19 @@ def test_the_ons_key_k_perturbs_as_the_abs_key_k_over_256() -> None:
             assert ONS.perturbation(n, Fraction(k)) == ABS.perturbation(n, Fraction(k, 256))
 
 
+def test_the_ons_form_counts_each_rows_outcomes_from_its_keys_and_keeps_them() -> None:
+    """Each count's outcomes are its row's keys counted (the largest noise the widest of
+    them), asked once or many times; a caller changing what it was given changes nothing
+    (the rows' outcomes are worked out once per ptable)."""
+    for n in (1, 2, 3, 7, 750, 751, 1001):
+        row = [ONS.perturbation(n, Fraction(k)) for k in range(ONS.key_range)]
+        counted = {v: Fraction(row.count(v), ONS.key_range) for v in sorted(set(row))}
+        assert ONS.outcomes(n) == counted
+        ONS.outcomes(n)[0] = Fraction(7)
+        assert ONS.outcomes(n) == counted
+    assert ONS.noise == max(abs(v) for row in ONS.values.values() for v in row) == ABS.noise
+
+
 def test_ons_looks_counts_above_750_up_in_rows_501_to_750() -> None:
     assert [ONS.row(n) for n in (1, 750, 751, 1000, 1001, 1250, 1251)] == \
         [1, 750, 501, 750, 501, 750, 501]

@@ -42,29 +42,28 @@ def box_moves(tables: TableSet, max_entries: int = MAX_ENTRIES) -> list[Move]:
     has 9 million boxes of 16 cells; fewer moves only mix more slowly)."""
     out: list[Move] = []
     entries = 0
-    for table in tables.tables:
-        pairs = []
-        for variable in table.variables:
-            hierarchy = table.hierarchies[variable]
-            found = []
-            for children in hierarchy.children.values():
-                leaves = [hierarchy.index(c) for c in children if hierarchy.is_leaf(c)]
-                found += list(itertools.pairwise(leaves))
-            pairs.append(found)
+    for t, table in enumerate(tables.tables):
+        pairs = [[(h.index(a), h.index(b)) for a, b in _sibling_leaves(h)]
+                 for h in (table.hierarchies[v] for v in table.variables)]
         size = math.prod(len(found) for found in pairs) * 2 ** len(pairs)
         if entries + size > max_entries:
             continue
         entries += size
-        column = [tables.column(table.key(cell)) for cell in table.cells]
+        columns = tables.grid_columns(t)
         corners = list(itertools.product((0, 1), repeat=len(pairs)))
         for choice in itertools.product(*pairs):
             out.append(tuple(sorted(
-                (column[int(table.grid[tuple(pair[bit] for pair, bit in
-                                             zip(choice, corner, strict=True))])],
+                (int(columns[tuple(pair[bit] for pair, bit in
+                                   zip(choice, corner, strict=True))]),
                  -1 if sum(corner) % 2 else 1)
                 for corner in corners)))
     return out
 
+
+def _sibling_leaves(hierarchy: Hierarchy) -> list[tuple[str, str]]:
+    """Neighbouring leaf children of each parent, in file order."""
+    return [pair for children in hierarchy.children.values()
+            for pair in itertools.pairwise([c for c in children if hierarchy.is_leaf(c)])]
 
 def record_moves(tables: TableSet, max_moves: int = MAX_RECORD_MOVES, seed: int = 0
                  ) -> list[Move]:
@@ -84,15 +83,13 @@ def record_moves(tables: TableSet, max_moves: int = MAX_RECORD_MOVES, seed: int 
     names = sorted(hierarchies)
     leaves = {v: [c for c in hierarchies[v].codes() if hierarchies[v].is_leaf(c)]
               for v in names}
-    pairs = [(v, a, b) for v in names for children in hierarchies[v].children.values()
-             for a, b in itertools.pairwise(
-                 [c for c in children if hierarchies[v].is_leaf(c)])]
+    pairs = [(v, a, b) for v in names for a, b in _sibling_leaves(hierarchies[v])]
     if not pairs or max_moves <= 0:
         return []
     # each leaf's grid positions up its hierarchy, and each table's columns by position
     up = {v: {c: [h.index(c)] + [h.index(p) for p in h.ancestors(c)] for c in leaves[v]}
           for v, h in hierarchies.items()}
-    columns = [tables._columns_of(t) for t in range(len(tables.tables))]
+    columns = [tables.grid_columns(t) for t in range(len(tables.tables))]
     others = {v: [u for u in names if u != v] for v in names}
     every = sum(math.prod(len(leaves[u]) for u in others[v]) for v, _, _ in pairs)
     if every <= max_moves:

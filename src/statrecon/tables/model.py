@@ -562,11 +562,12 @@ class TableSet:
     @cached_property
     def _equations(self) -> Additivity:
         blocks = [block for t, table in enumerate(self.tables)
-                  for block in _table_blocks(table, self._columns_of(t))]
+                  for block in _table_blocks(table, self.grid_columns(t))]
         return _assemble(blocks, len(self.keys()), dedupe=len(self.tables) > 1)
 
-    def _columns_of(self, t: int) -> np.ndarray:
-        """For each grid position of table ``t``, the column of its cell."""
+    def grid_columns(self, t: int) -> np.ndarray:
+        """For each grid position of table ``t`` (``Table.grid``), the column of its cell in
+        ``keys()`` order."""
         table = self.tables[t]
         columns = np.fromiter((self._index.column[table.key(c)] for c in table.cells),
                               dtype=np.int64, count=len(table.cells))
