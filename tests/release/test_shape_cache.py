@@ -166,3 +166,37 @@ def test_the_shape_keeps_everything_but_the_literals() -> None:
                                     "AND c < 1.5e3") or ("", [])
     assert literals == ["12", "'x''y'", "1.5e3"]
     assert shape == "SELECT COUNT(*) FROM t WHERE a1 = \x00i AND b = \x00s AND c < \x00f"
+
+
+def reselected(sql: str, select: str) -> str:
+    """The statement re-parsed with ``select`` as its aggregate (what tabulating did)."""
+    import sqlglot
+
+    tree = sqlglot.parse_one(sql, read="duckdb")
+    tree.set("expressions", [sqlglot.parse_one(select, read="duckdb")])
+    return tree.sql(dialect="duckdb")
+
+
+@settings(max_examples=100, deadline=None)
+@given(statement(), st.sampled_from(["COUNT(*)", 'SUM("x")', 'SUM("age")']))
+def test_a_statement_with_another_aggregate_equals_its_reparse(sql: str, select: str) -> None:
+    """``with_select`` cuts the re-generated text instead of parsing it: the same statement
+    as parsing it and swapping the aggregate, which DuckDB then runs."""
+    from statrecon.release.sql import with_select
+
+    try:
+        query = parse_query(sql, SCHEMA)
+    except ReleaseError:
+        return
+    assert with_select(query, select) == reselected(query.sql, select)
+
+
+def test_a_statement_not_written_by_the_parser_is_parsed_to_swap_its_aggregate() -> None:
+    from dataclasses import replace
+
+    from statrecon.release.sql import with_select
+
+    query = parse_query("SELECT SUM(x) FROM t WHERE age > 3", SCHEMA)
+    by_hand = replace(query, sql="select sum(x) from t where age > 3")
+    assert with_select(by_hand, "COUNT(*)") == reselected(by_hand.sql, "COUNT(*)")
+    assert with_select(by_hand, "COUNT(*)").startswith("SELECT COUNT(*) FROM t")

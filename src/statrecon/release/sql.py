@@ -113,15 +113,33 @@ def canonical_sql(schema: Schema, aggregate: Aggregate, column: str | None,
     identifiers, so what DuckDB tabulates is exactly what the engines reconstruct.
     """
     table = quote_identifier(schema.table, "table name")
-    col = quote_identifier(column, "column name") if column is not None else None
-    head = {
-        Aggregate.COUNT: "COUNT(*)",
-        Aggregate.COUNT_DISTINCT: f"COUNT(DISTINCT {col})",
-    }.get(aggregate, f"{aggregate.value.upper()}({col})")
-    text = f"SELECT {head} FROM {table}"
+    text = f"SELECT {_head(aggregate, column)} FROM {table}"
     if where is not None:
         text += f" WHERE {render(where)}"
     return text
+
+
+def _head(aggregate: Aggregate, column: str | None) -> str:
+    """The aggregate as ``canonical_sql`` writes it."""
+    col = quote_identifier(column, "column name") if column is not None else None
+    return {
+        Aggregate.COUNT: "COUNT(*)",
+        Aggregate.COUNT_DISTINCT: f"COUNT(DISTINCT {col})",
+    }.get(aggregate, f"{aggregate.value.upper()}({col})")
+
+
+def with_select(query: Query, select: str) -> str:
+    """``query``'s re-generated statement with ``select`` (SQL the caller wrote, such as
+    ``COUNT(*)``) in place of its aggregate: the same FROM and WHERE. The canonical text is
+    cut where ``canonical_sql`` put its aggregate, without parsing it again (tabulating a
+    release parsed each statistic once more per aggregate); any other text is parsed."""
+    prefix = f"SELECT {_head(query.aggregate, query.column)} FROM "
+    if query.sql.startswith(prefix):
+        return f"SELECT {select} FROM {query.sql[len(prefix):]}"
+    tree = sqlglot.parse_one(query.sql, read="duckdb")
+    assert isinstance(tree, exp.Select)
+    tree.set("expressions", [sqlglot.parse_one(select, read="duckdb")])
+    return tree.sql(dialect="duckdb")
 
 
 # Table modifiers that change what the FROM table means (renamed columns, samples, time

@@ -11,13 +11,11 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-import sqlglot
-from sqlglot import exp
-
 from statrecon.db import hardened, quote_identifier
 from statrecon.errors import StatreconError
 from statrecon.release.known import check_table, read_table
 from statrecon.release.model import Release
+from statrecon.release.sql import with_select
 from statrecon.release.statistic import (
     Aggregate,
     Answer,
@@ -79,27 +77,19 @@ def tabulate(
         con.close()
 
 
-def _with_select(sql: str, *selects: str) -> str:
-    """The statistic's re-generated query with its aggregate replaced (same FROM and WHERE)."""
-    tree = sqlglot.parse_one(sql, read="duckdb")
-    assert isinstance(tree, exp.Select)
-    tree.set("expressions", [sqlglot.parse_one(s, read="duckdb") for s in selects])
-    return tree.sql(dialect="duckdb")
-
-
 def _answer(con: Any, s: Statistic, release: Release, decimals: int,
             suppress_below: int | None) -> Answer:
     agg, col = s.query.aggregate, s.query.column
     if not s.query.sql:
         raise StatreconError(f"{s.where_text}: no checked SQL to tabulate")
-    count = con.execute(_with_select(s.query.sql, "COUNT(*)")).fetchone()[0]
+    count = con.execute(with_select(s.query, "COUNT(*)")).fetchone()[0]
     if suppress_below is not None and count < suppress_below:
         return Suppressed(0, suppress_below - 1)
     if agg is Aggregate.COUNT:
         return Exact(Fraction(count))
     if agg in (Aggregate.SUM, Aggregate.AVG):
         assert col is not None
-        total = con.execute(_with_select(s.query.sql, f"SUM({quote_identifier(col)})")
+        total = con.execute(with_select(s.query, f"SUM({quote_identifier(col)})")
                             ).fetchone()[0]
         if agg is Aggregate.SUM:
             return Exact(fraction_of(total if total is not None else 0))
