@@ -157,3 +157,11 @@ def test_record_moves_past_the_cap_are_a_sample() -> None:
     assert len(drawn) == 20 and set(drawn) <= oracle
     assert record_moves(tables, max_moves=20) == drawn != record_moves(tables, 20, seed=1)
     assert record_moves(tables, max_moves=0) == []
+
+
+def test_record_moves_out_of_time_are_those_made_so_far() -> None:
+    """A time limit already spent gives none; a generous one, all of them."""
+    tables = _linked()
+    assert record_moves(tables, max_moves=10_000, time_limit=0.0) == []
+    assert record_moves(tables, max_moves=10_000, time_limit=60.0) == record_moves(
+        tables, max_moves=10_000)

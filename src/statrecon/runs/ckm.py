@@ -33,7 +33,7 @@ from statrecon.errors import (
 )
 from statrecon.runs.known_cells import KnownCellsAudit, audit_known_cells
 from statrecon.tables import TableSet
-from statrecon.tables.box_moves import box_moves
+from statrecon.tables.box_moves import box_moves, record_moves
 from statrecon.tables.ckm import (
     KEY_COLUMN,
     KNOWLEDGE,
@@ -57,6 +57,7 @@ from statrecon.tables.published import (
 THRESHOLDS = {"ons": 10, "abs": 0}  # the default threshold of each ptable format
 STAND_IN_LIMIT = 120.0  # seconds at least for the one table that fits (34 s at 93,462 cells)
 POSTERIOR_LIMIT = 120.0  # seconds at least for the posteriors of every cell
+RECORD_MOVES_SHARE = 0.05  # of the posteriors' time, at most, for drawing record moves
 
 
 @dataclass(frozen=True)
@@ -288,15 +289,22 @@ def publication_posteriors(cells: PublishedCells, ptable: PTable, threshold: int
                            ) -> tuple[CellPosterior, ...]:
     """Each true count's posterior behind the publication (``engines/ckm/posterior``: a
     flat prior over the tables that add up, the cells' perturbations independent);
-    ``known``: a table that adds up within the published values' sets (the stand-in)."""
+    ``known``: a table that adds up within the published values' sets (the stand-in). The
+    chains propose the tables' boxes and record moves (``tables/box_moves``), the record
+    moves drawn in at most RECORD_MOVES_SHARE of the time."""
     by_value: dict[Published, dict[int, Fraction] | None] = {None: None}  # not published
     for shown in cells.published:
         if shown not in by_value:
             by_value[shown] = ptable.likelihood(  # a count, or withheld below threshold
                 (shown,) if isinstance(shown, int) else range(threshold))
     likelihoods = [by_value[p] for p in cells.published]
-    return posteriors(cells.tables.equations().matrix, likelihoods, options, known,
-                      box_moves(cells.tables))
+    options = options or PosteriorOptions()
+    start, limit = time.monotonic(), options.time_limit
+    moves = box_moves(cells.tables) + record_moves(
+        cells.tables, time_limit=None if limit is None else limit * RECORD_MOVES_SHARE)
+    left = None if limit is None else max(0.0, limit - (time.monotonic() - start))
+    return posteriors(cells.tables.equations().matrix, likelihoods,
+                      replace(options, time_limit=left), known, moves)
 
 
 FITTING = "a table that fits"  # the stage of the stand-in table, in progress reports

@@ -14,16 +14,15 @@ allows.
 Boxes never change a total, so on their own the margins stay where the chain started.
 ``record_moves`` moves them: one record taken from a leaf code to a sibling leaf, seen by every
 table at once (each cell holding the record changes by one, the margins the tables share
-included), which keeps every equation of linked tables by construction. The chains do not
-propose them yet: beside the boxes they gave 3,702 of 4,662 cells a calibrated estimate in
-120 s (2,565 without), but 8,129 of 102,786 cells an overconfident one (the most probable
-count given 0.486 on average, right 42.6 % of the time; BENCHMARKS.md, "record moves").
+included), which keeps every equation of linked tables by construction. The chains propose
+both (``runs/ckm.publication_posteriors``); BENCHMARKS.md, "record moves", for what they gave.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+import time
 from collections.abc import Iterable
 
 import numpy as np
@@ -65,15 +64,17 @@ def _sibling_leaves(hierarchy: Hierarchy) -> list[tuple[str, str]]:
     return [pair for children in hierarchy.children.values()
             for pair in itertools.pairwise([c for c in children if hierarchy.is_leaf(c)])]
 
-def record_moves(tables: TableSet, max_moves: int = MAX_RECORD_MOVES, seed: int = 0
-                 ) -> list[Move]:
+def record_moves(tables: TableSet, max_moves: int = MAX_RECORD_MOVES, seed: int = 0,
+                 time_limit: float | None = None) -> list[Move]:
     """Moves of one record from a leaf code of a variable to a sibling leaf, as every table
     sees it: each table gets +1 on the cells holding the record with its new code and -1 on
     those holding it with the old (its leaf cell and every total above it, the margins shared
     with the other tables included). Boxes keep every total; these move the margins too,
     which a box never does. Every one of them where there are at most ``max_moves`` (pairs of
     sibling leaves x leaves of the other variables), else ``max_moves`` drawn with ``seed``.
-    None where the linked tables give a variable two hierarchies."""
+    None where the linked tables give a variable two hierarchies. ``time_limit``: seconds
+    after which the moves made so far are returned (fewer moves only mix more slowly; the
+    draw on 102,786 cells took 1 s for 20,000)."""
     hierarchies: dict[str, Hierarchy] = {}
     for table in tables.tables:
         for variable in table.variables:
@@ -102,7 +103,10 @@ def record_moves(tables: TableSet, max_moves: int = MAX_RECORD_MOVES, seed: int 
                   {u: leaves[u][int(rng.integers(len(leaves[u])))] for u in names})
                  for _ in range(2 * max_moves))
     out: dict[Move, None] = {}
-    for (variable, old, new), record in drawn:
+    stop = None if time_limit is None else time.monotonic() + time_limit
+    for k, ((variable, old, new), record) in enumerate(drawn):
+        if stop is not None and k % 256 == 0 and time.monotonic() >= stop:
+            break
         move = _record_move(tables, columns, up, record, variable, old, new)
         if move:
             out[move] = None

@@ -50,7 +50,7 @@ ENUMERATE_S = 10.0  # and at most this many seconds (CP-SAT enumerates without p
 STEPS_PER_MOVE = 20_000  # a chain's default steps: this many per basis move, within
 STEPS = (20_000, 20_000_000)  # these bounds (the time limit stops it sooner)
 MIX_TV = Fraction(1, 10)  # two chains farther apart than this on a cell: it is unmixed
-MIN_CHANGES = 20  # and so is a cell either chain changed fewer times (one value: exempt)
+MIN_CHANGES = 100  # and so is a cell either chain changed fewer times (one value: exempt)
 MIN_NEIGHBOUR_CHANGES = 5  # or that shares an equation with a cell changed fewer times
 Likelihood = Mapping[int, Fraction]  # true value -> P(published | value) > 0
 
@@ -293,12 +293,13 @@ def _sampled(rows: list[dict[int, int]], supports: list[dict[int, Fraction]],
     one from each start (the same table twice where CP-SAT found no second in time: the
     seeds still differ), each given half the steps and half the time left. A cell whose two
     chains disagree (total variation over MIX_TV), or that either chain changed fewer than
-    MIN_CHANGES times (a chain stuck where it started agrees with nothing), or that shares
-    an equation with a cell either chain changed fewer than MIN_NEIGHBOUR_CHANGES times
-    (its parts and totals: two chains that move the inner cells of a table and hardly its
-    margins agree on a posterior given those margins, and it is overconfident: on 102,786
-    linked cells, the mode's probability 0.48 on average where 40 % were right), is
-    ``unmixed``: its estimate is not given; the others pool both chains."""
+    MIN_CHANGES times, or that shares an equation with a cell either chain changed fewer
+    than MIN_NEIGHBOUR_CHANGES times (its parts and totals), is ``unmixed``: its estimate is
+    not given; the others pool both chains. Agreement is not enough: two chains that move
+    a cell a few dozen times agree on a posterior that is too sure of itself (on 102,786
+    linked cells, record moves on: at 20 changes the mode's probability averaged 0.50 where
+    44 % were right; at 100, 0.48 and 48 %; without the neighbours' rule 0.48 and 40 %;
+    BENCHMARKS.md, "a guard for short chains")."""
     moves = null_moves(rows, len(supports), deadline)
     local = local_moves(rows, len(supports), deadline)
     if not moves or local is None:  # the deadline passed (or one table: enumerated)
