@@ -42,7 +42,12 @@ def protects(p: IntervalProblem, hidden: tuple[bool, ...]) -> bool:
 
 def least_cost(p: IntervalProblem, candidates: list[int], costs: list[int]) -> int | None:
     """The least total cost of a subset of ``candidates`` whose suppression protects every
-    primary cell, by auditing the subsets in order of cost (None: none does)."""
+    primary cell, by auditing the subsets in order of cost (None: none does). Hiding a cell
+    only drops its equation x_j = v_j, so the tables consistent with the rest only grow and
+    every interval only widens: when all the candidates together do not protect, no subset
+    does (the audit of every subset is then skipped)."""
+    if not protects(p, tuple(h or j in candidates for j, h in enumerate(p.hidden))):
+        return None
     subsets = sorted((s for k in range(len(candidates) + 1)
                       for s in itertools.combinations(candidates, k)),
                      key=lambda s: sum(costs[j] for j in s))
