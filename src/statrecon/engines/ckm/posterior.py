@@ -298,8 +298,8 @@ def _sampled(rows: list[dict[int, int]], supports: list[dict[int, Fraction]],
     not given; the others pool both chains. Agreement is not enough: two chains that move
     a cell a few dozen times agree on a posterior that is too sure of itself (on 102,786
     linked cells, record moves on: at 20 changes the mode's probability averaged 0.50 where
-    44 % were right; at 100, 0.48 and 48 %; without the neighbours' rule 0.48 and 40 %;
-    BENCHMARKS.md, "a guard for short chains")."""
+    44 % were right, at 100 changes 0.48 where 48 % were; BENCHMARKS.md, "a guard for short
+    chains")."""
     moves = null_moves(rows, len(supports), deadline)
     local = local_moves(rows, len(supports), deadline)
     if not moves or local is None:  # the deadline passed (or one table: enumerated)
