@@ -81,6 +81,21 @@ LONGEST_FIRST = (
 )
 
 
+# Libraries pytest marks for assertion rewriting because a plugin ships with them: their own
+# asserts need no introspection, and rewriting hypothesis's 100 modules took about 1 s in each
+# worker and again in the controller's summary at the end (nothing is cached where Python
+# writes no bytecode). Our test modules are still rewritten.
+NOT_REWRITTEN = ("hypothesis", "platformdirs")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    hook = getattr(config.pluginmanager, "rewrite_hook", None)
+    marked = getattr(hook, "_must_rewrite", None)  # pytest's own set; absent: rewrite as is
+    if isinstance(marked, set):
+        marked.difference_update(NOT_REWRITTEN)
+        getattr(hook, "_marked_for_rewrite_cache", {}).clear()
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The files of LONGEST_FIRST first, in its order; the rest as collected."""
     rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
