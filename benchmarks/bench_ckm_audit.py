@@ -149,6 +149,9 @@ def main() -> int:
                         help="regions of as many districts (21: 102,786 distinct cells)")
     parser.add_argument("--posterior", action="store_true",
                         help="also every true count's posterior, scored against the truth")
+    parser.add_argument("--posterior-limit", type=float, default=None,
+                        help="seconds for the posteriors (default: the time limit, at least "
+                             "120)")
     args = parser.parse_args()
     print(f"machine: {describe()}")
     t0 = time.perf_counter()
@@ -174,7 +177,8 @@ def main() -> int:
         (folder / "district.hrc").write_text(hrc_text(district))
         options = PublicationOptions(("district", "age", "sex", "occupation"),
                                      hierarchies=(("district", folder / "district.hrc"),),
-                                     posterior=args.posterior)
+                                     posterior=args.posterior,
+                                     posterior_time_limit=args.posterior_limit)
         audit = AuditOptions(time_limit=args.cell_limit, on_progress=_progress(),
                              integer=not args.no_integer,
                              deadline=Deadline.after(args.time_limit))
@@ -215,12 +219,22 @@ def report_posteriors(checked: object, truth: list[int]) -> None:
           f"cells (the published value taken at its word: {shown / len(modes):.1%}); "
           f"mean probability given to the true count {given / len(modes):.3f}, to the most "
           f"probable {sum(float(m[1]) for m in modes.values()) / len(modes):.3f}")
+    published = checked.cells.published
     for share in (0.01, 0.1):
         top = order[:max(1, int(len(order) * share))]
         hits = sum(1 for c in top if modes[c][0] == truth[c])
         least = min(float(modes[c][1]) for c in top)
+        zeros = sum(1 for c in top if published[c] == 0)
         print(f"  top {share:.0%} ranked ({len(top):,} cells, probability >= {least:.3f}): "
-              f"{hits / len(top):.1%} right")
+              f"{hits / len(top):.1%} right; {zeros:,} of them published as 0")
+    zero = [c for c in modes if published[c] == 0]
+    if zero:  # the flat prior favours a true 0 behind a published 0 (BENCHMARKS.md)
+        every = [c for c, p in enumerate(published) if p == 0]
+        print(f"  cells published as 0: {len(zero):,} estimated, the most probable count "
+              f"given {sum(float(modes[c][1]) for c in zero) / len(zero):.3f} on average, "
+              f"right {sum(1 for c in zero if modes[c][0] == truth[c]) / len(zero):.1%}; "
+              f"the truth is 0 behind {sum(1 for c in every if truth[c] == 0):,} of all "
+              f"{len(every):,} published zeros")
 
 
 def report(checked: object, truth: list[int], total_s: float, limit: float) -> int:

@@ -124,3 +124,27 @@ def test_sampled_posteriors_with_record_moves_equal_the_enumeration(ptable: Path
         d_e, d_s = dict(e.distribution), dict(s.distribution)
         gap = sum(abs(d_e.get(v, 0) - d_s.get(v, 0)) for v in {*d_e, *d_s}) / 2
         assert gap < 0.03, (e, s)
+
+
+def test_the_posteriors_keep_their_own_time_limit(ptable: Path, tmp_path: Path) -> None:
+    """The guide's 30 linked cells, too many tables to enumerate, whose chains take about
+    7 s by default: with ``posterior_time_limit`` 1 s the posteriors stop within it (plus
+    the grace of a second solve), and none of them is called exact."""
+    import time
+
+    from conftest import EXAMPLES, statrecon
+
+    from statrecon.runs.ckm import PublicationOptions, audit_publication
+
+    published = tmp_path / "persons_ckm.csv"
+    assert statrecon("tables", "perturb", EXAMPLES / "tables" / "ckm" / "persons.csv",
+                     "--ptable", ptable, "--dimensions", "region,age", "--dimensions",
+                     "region,sex", "--seed", "7", "--out", published).returncode == 0
+    start = time.monotonic()
+    checked = audit_publication(published, ptable, PublicationOptions(
+        ("region", "age", "sex"), posterior=True, posterior_time_limit=1.0))
+    assert time.monotonic() - start < 4 and checked.posterior_s < 2
+    assert len(checked.posteriors) == 30
+    assert "exact" not in {p.status for p in checked.posteriors}
+    with pytest.raises(ValueError, match="posterior_time_limit"):
+        PublicationOptions(("a",), posterior_time_limit=0.0)

@@ -208,7 +208,8 @@ class PublicationOptions:
     ``dimensions`` and ``value`` column, the hierarchies given as ``.hrc`` files (variable ->
     path; the others flat), the ``threshold`` it withheld below (None: the ptable format's,
     as ``tables perturb``), what the attacker is assumed to know, and whether to compute
-    each true count's posterior (``posterior``: the attacker knows the ptable)."""
+    each true count's posterior (``posterior``: the attacker knows the ptable) within
+    ``posterior_time_limit`` seconds (None: the audit's limit, at least POSTERIOR_LIMIT)."""
 
     dimensions: tuple[str, ...]
     value: str = "value"
@@ -216,6 +217,7 @@ class PublicationOptions:
     threshold: int | None = None
     knowledge: Knowledge = "ptable"
     posterior: bool = False
+    posterior_time_limit: float | None = None
 
     def __post_init__(self) -> None:
         check_option(self, "dimensions", bool(self.dimensions), "at least one variable")
@@ -226,6 +228,8 @@ class PublicationOptions:
                      f"one of {', '.join(KNOWLEDGE)}")
         check_option(self, "threshold", self.threshold is None or self.threshold >= 0,
                      "at least 0")
+        check_option(self, "posterior_time_limit", self.posterior_time_limit is None
+                     or self.posterior_time_limit > 0, "more than 0 seconds, or None")
 
 
 @dataclass(frozen=True)
@@ -353,9 +357,12 @@ def audit_publication(publication: Path, ptable_path: Path, options: Publication
     start = time.perf_counter()
     if options.posterior:
         tell(0, len(values), POSTERIOR)
+        seconds = options.posterior_time_limit
+        if seconds is None and limit is not None:
+            seconds = max(limit, POSTERIOR_LIMIT)
         found = publication_posteriors(cells, ptable, threshold, PosteriorOptions(
-            time_limit=None if limit is None else max(limit, POSTERIOR_LIMIT),
-            on_progress=lambda done, total: tell(done, total, POSTERIOR)), values)
+            time_limit=seconds, on_progress=lambda done, total: tell(done, total, POSTERIOR)),
+            values)
     return PublicationAudit(checked.result, checked.bounds, options.knowledge, cells,
                             tuple(values), ptable, threshold, found_s, found,
                             time.perf_counter() - start if options.posterior else 0.0)

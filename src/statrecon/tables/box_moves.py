@@ -64,6 +64,7 @@ def _sibling_leaves(hierarchy: Hierarchy) -> list[tuple[str, str]]:
     return [pair for children in hierarchy.children.values()
             for pair in itertools.pairwise([c for c in children if hierarchy.is_leaf(c)])]
 
+
 def record_moves(tables: TableSet, max_moves: int = MAX_RECORD_MOVES, seed: int = 0,
                  time_limit: float | None = None) -> list[Move]:
     """Moves of one record from a leaf code of a variable to a sibling leaf, as every table
@@ -71,8 +72,8 @@ def record_moves(tables: TableSet, max_moves: int = MAX_RECORD_MOVES, seed: int 
     those holding it with the old (its leaf cell and every total above it, the margins shared
     with the other tables included). Boxes keep every total; these move the margins too,
     which a box never does. Every one of them where there are at most ``max_moves`` (pairs of
-    sibling leaves x leaves of the other variables), else ``max_moves`` drawn with ``seed``.
-    None where the linked tables give a variable two hierarchies. ``time_limit``: seconds
+    sibling leaves x leaves of the other variables), else ``max_moves`` drawn with ``seed``;
+    none where the linked tables give a variable two hierarchies. ``time_limit``: seconds
     after which the moves made so far are returned (fewer moves only mix more slowly; the
     draw on 102,786 cells took 1 s for 20,000)."""
     hierarchies: dict[str, Hierarchy] = {}
@@ -118,6 +119,9 @@ def record_moves(tables: TableSet, max_moves: int = MAX_RECORD_MOVES, seed: int 
 def _record_move(tables: TableSet, columns: list[np.ndarray],
                  up: dict[str, dict[str, list[int]]], record: dict[str, str], variable: str,
                  old: str, new: str) -> Move:
+    """``record`` (a leaf code per variable) moved from ``old`` to ``new`` in ``variable``:
+    +1 on every cell holding it after, -1 before; empty where two tables disagree on a
+    shared cell's change (then no one move keeps both)."""
     change: dict[int, int] = {}
     for t, table in enumerate(tables.tables):
         own: dict[int, int] = {}

@@ -133,6 +133,33 @@ def test_persons_loader_counts(tmp_path: Path) -> None:
     assert load_persons(SLICE, con) == len(slice_persons())
 
 
+def test_releases_of_the_same_definitions_share_them_and_each_is_checked(
+        census_slice: CensusSlice, tmp_path: Path) -> None:
+    """The definitions and their identities are read once per process (``read_release``):
+    a second release of the same tables gets the same cells, and its own values are still
+    checked against every identity (one P12 cell one too many is named); a release of other
+    definitions gets its own."""
+    from statrecon.census.persons.cells import definitions_digest
+    from statrecon.census.persons.release import read_release
+    from statrecon.errors import InconsistentReleaseError
+
+    good = read_release(census_slice.release)
+    frame = pq.read_table(census_slice.release).to_pandas()
+    row = frame[(frame.level == "block") & (frame.table == "P12") & (frame.value > 0)].iloc[0]
+    bad = edit_release(census_slice.release, tmp_path / "bad.parquet",
+                       {(row.geoid, row.cell): int(row.value) + 1})
+    with pytest.raises(InconsistentReleaseError, match=row.geoid):
+        read_release(bad)
+    again = read_release(census_slice.release)
+    assert again.cells is good.cells and again.digest == good.digest
+    fewer = tmp_path / "p1.parquet"
+    assert statrecon("census", "tabulate", "--persons", SLICE, "--out", fewer, "--tables",
+                     "P1,P12").returncode == 0
+    other = read_release(fewer)
+    assert {c.table for c in other.cells} == {"P1", "P12"}
+    assert definitions_digest(other.cells) != definitions_digest(good.cells)
+
+
 def test_bad_release_values_are_named(census_slice: CensusSlice, tmp_path: Path) -> None:
     import pyarrow as pa
 

@@ -155,6 +155,30 @@ def test_the_hot_started_fit_equals_fresh_linprog() -> None:
         assert ref.status == 0 and mine == pytest.approx(ref.fun, abs=1e-7)
 
 
+def test_samples_fitted_from_the_published_basis_are_optimal(
+        releases: dict[str, CensusRelease]) -> None:
+    """The tract fit of each re-drawn measurement starts from the published fit's basis
+    (``TractFit``): its L1 error equals that of a fit made afresh for that measurement, which
+    starts from nothing."""
+    from statrecon.engines.census.topdown import TractFit, _redrawn
+
+    release = releases["noisy"]
+    mats = CellMatrices.build(release.cells)
+    sb, st_ = _sigmas(release, unit=False)
+    tables = next(t for t in release.tract_tables() if len(t.blocks) == 5)
+    m = measurements(tables, mats, sb, st_)
+    kept = TractFit(m, mats)
+    total, _ = totals(m, mats)
+    assert kept.histogram(m, total, Deadline.after(60)) is not None
+    assert kept.first_basis is not None and kept.fit.highs is not None
+    drawn = _redrawn(m, 1)
+    errors = []
+    for fit in (kept, TractFit(drawn, mats)):  # the fit of the last sample, and a fresh one
+        assert fit.histogram(drawn, total, Deadline.after(60)) is not None
+        errors.append(fit.fit.highs.getInfo().objective_function_value)  # the L1 error
+    assert errors[0] == pytest.approx(errors[1], rel=1e-9, abs=1e-6)
+
+
 def test_ages_are_dealt_from_the_tract_histogram() -> None:
     # cells 0, 1 share class 0 (ages the block tables cannot tell apart), cell 2 is class 1
     block_class = np.array([0, 0, 1])
