@@ -21,7 +21,7 @@ import contextlib
 import gzip
 import os
 import stat
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from pathlib import Path, PureWindowsPath
 from typing import Any
@@ -289,6 +289,38 @@ def _read_parquet(path: Path, what: str, columns: Sequence[str] | None, spent: _
     # a join over a registered table)
     table = _decode_dictionaries(table, keep).unify_dictionaries().combine_chunks()
     return table.replace_schema_metadata(schema.metadata)
+
+
+# bytes of JSON a columnar file may keep in its schema metadata, at most, before it is decoded
+# (a census release's 4,071 cell definitions take 0.98 MB; 20,000 of them about 5 MB)
+MAX_METADATA = 16_000_000
+
+
+def metadata_bytes(metadata: Mapping[bytes, bytes] | None, key: bytes, path: Path | str,
+                   what: str, *, limit: int = MAX_METADATA) -> bytes | None:
+    """What a Parquet file keeps under ``key`` in its schema metadata (None: nothing), its
+    size checked before anything decodes it: the one gate for file metadata."""
+    raw = (metadata or {}).get(key)
+    if raw is not None and len(raw) > limit:
+        raise StatreconError(f"{path}: {len(raw):,} bytes of {what} metadata, more than the "
+                             f"limit of {limit:,}", where=str(path))
+    return raw
+
+
+def json_metadata(metadata: Mapping[bytes, bytes] | None, key: bytes, path: Path | str,
+                  what: str, *, limit: int = MAX_METADATA) -> Any:
+    """The JSON under ``key`` (``metadata_bytes``) decoded, None when there is none;
+    malformed JSON is one line naming the file."""
+    import json
+
+    raw = metadata_bytes(metadata, key, path, what, limit=limit)
+    if raw is None:
+        return None
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError) as e:
+        raise StatreconError(f"{path}: unreadable {what} metadata ({_first_line(e)[:200]})",
+                             where=str(path)) from None
 
 
 def _decode_dictionaries(table: Any, keep: tuple[str, ...]) -> Any:

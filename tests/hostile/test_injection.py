@@ -474,6 +474,45 @@ def test_tampered_cell_definitions_are_refused(census_release_file: Path, tmp_pa
                       str(bad), "cell definitions", "sex")
 
 
+def test_oversized_cell_definitions_are_refused_before_decoding(census_release_file: Path,
+                                                                tmp_path: Path) -> None:
+    """Metadata past the limit (three times what MAX_CELLS definitions take) is one line,
+    never decoded."""
+    from statrecon.inputs import MAX_METADATA
+
+    table = pq.read_table(census_release_file)
+    meta = json.loads(table.schema.metadata[METADATA_KEY])
+    meta["padding"] = "x" * MAX_METADATA
+    bad = tmp_path / "big.parquet"
+    pq.write_table(table.replace_schema_metadata({METADATA_KEY: json.dumps(meta)}), bad)
+    assert_user_error(statrecon("census", "reconstruct", bad, "--out", tmp_path / "r.parquet"),
+                      str(bad), "bytes of census release metadata")
+
+
+@pytest.mark.parametrize("metadata", ["{not json", "[1, 2]", "padding"])
+def test_a_reconstruction_with_bad_metadata_is_one_line(census_release_file: Path,
+                                                        tmp_path: Path,
+                                                        metadata: str) -> None:
+    """``census compare --recon``: a reconstruction whose metadata is not JSON, not an
+    object, or past the size limit (refused before decoding) is a user error naming it."""
+    from statrecon.inputs import MAX_METADATA
+    from statrecon.runs.stores import META_KEY as RECON_KEY
+
+    recon = tmp_path / "r.parquet"
+    assert statrecon("census", "reconstruct", census_release_file, "--out", recon,
+                     "--workers", "1").returncode == 0
+    table = pq.read_table(recon)
+    text = (json.dumps({"padding": "x" * MAX_METADATA}) if metadata == "padding"
+            else metadata)
+    bad = tmp_path / "bad.parquet"
+    pq.write_table(table.replace_schema_metadata({RECON_KEY: text}), bad)
+    truth = census_release_file.parent / "p.csv"  # the persons it was tabulated from
+    assert statrecon("census", "compare", "--truth", truth, "--recon", recon).returncode == 0
+    proc = statrecon("census", "compare", "--truth", truth, "--recon", bad)
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr and str(bad) in " ".join(proc.stderr.split())
+
+
 def test_hardened_connection_draws_no_progress_bar_of_its_own() -> None:
     """DuckDB's bar would write to the terminal over statrecon's own progress."""
     con = hardened()

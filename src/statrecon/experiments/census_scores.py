@@ -220,7 +220,8 @@ def read_certain(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
 def _certain_table(path: Path) -> tuple[pa.Table, dict[str, Any]]:
     """The claims table and its metadata: delta in (0, 1), the three typed columns."""
     table = inputs.read_columnar(path, "certain persons file")
-    raw = (table.schema.metadata or {}).get(CERTAIN_KEY)
+    raw = inputs.metadata_bytes(table.schema.metadata, CERTAIN_KEY, path,
+                                "certain persons file")
     if raw is None:
         raise StatreconError(f"{path}: not the output of `statrecon census certain`")
     try:

@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 import pyarrow.parquet as pq
 
+from statrecon import inputs
 from statrecon.census.persons.cells import select_cells
 from statrecon.census.persons.microdata import load_persons
 from statrecon.census.persons.noise import noisy_table, plan_noise
@@ -208,7 +209,8 @@ def run_rho(truth: Path, rho: float, out: Path, options: DpCensusOptions,
 def tract_seconds(recon: Path) -> dict[str, float]:
     """CPU seconds the tracts took (solve, certify, rank), from the reconstruction's own
     records: right even when this run only resumed it (its wall time is then short)."""
-    meta = json.loads((pq.read_schema(recon).metadata or {})[STORE_KEY])
+    meta = inputs.json_metadata(pq.read_schema(recon).metadata, STORE_KEY, recon,
+                                "census reconstruction") or {}
     tracts = meta.get("tracts", {}).values()
     return {f"tracts_{k}": round(sum(float(t.get(f"{k}_s", 0)) for t in tracts), 2)
             for k in ("solve", "certify", "sample")}
@@ -218,7 +220,8 @@ def _certain_seconds(certain: Path | None) -> float:
     """Seconds the tracts of ``census certain`` took, summed over its parts (resumes too)."""
     if certain is None:
         return 0.0
-    meta = json.loads((pq.read_schema(certain).metadata or {})[CERTAIN_KEY])
+    meta = inputs.json_metadata(pq.read_schema(certain).metadata, CERTAIN_KEY, certain,
+                                "certain persons file") or {}
     return float(meta.get("tract_seconds", 0.0))
 
 

@@ -132,7 +132,8 @@ class ReconStore:
 
     def _meta(self, path: Path) -> dict[str, Any]:
         try:
-            raw = (pq.read_schema(path).metadata or {}).get(META_KEY)
+            raw = inputs.metadata_bytes(pq.read_schema(path).metadata, META_KEY, path,
+                                        "census reconstruction")
             meta: dict[str, Any] = json.loads(raw) if raw else {}
         except (OSError, pa.ArrowInvalid, ValueError):
             meta = {}
@@ -225,7 +226,8 @@ class PartStore:
 
     def _meta(self, path: Path) -> dict[str, Any]:
         try:
-            raw = (pq.read_schema(path).metadata or {}).get(self.meta_key)
+            raw = inputs.metadata_bytes(pq.read_schema(path).metadata, self.meta_key, path,
+                                        "stored part")
             meta = json.loads(raw) if raw else {}
         except (OSError, pa.ArrowInvalid, ValueError):
             meta = {}
@@ -267,11 +269,11 @@ class PartStore:
 def read_recon(path: Path) -> tuple[pa.Table, dict[str, Any]]:
     """A finished reconstruction and its metadata (tract summaries, run information)."""
     table = inputs.read_columnar(path, "census reconstruction")  # a user's file: the gate
-    raw = (table.schema.metadata or {}).get(META_KEY)
-    if raw is None or not set(SCHEMA.names) <= set(table.column_names):
+    meta = inputs.json_metadata(table.schema.metadata, META_KEY, path, "census reconstruction")
+    if not isinstance(meta, dict) or not set(SCHEMA.names) <= set(table.column_names):
         raise StatreconError(f"{path}: not a statrecon census reconstruction (make one with "
                              f"`statrecon census reconstruct`)")
-    return table, json.loads(raw)
+    return table, meta
 
 
 class BlockStore:

@@ -333,7 +333,7 @@ def read_release(path: Path) -> CensusRelease:
         schema = pq.read_schema(path)
     except (pa.ArrowInvalid, OSError) as e:
         raise StatreconError(f"{path}: not a Parquet file ({e})") from None
-    raw = (schema.metadata or {}).get(METADATA_KEY)
+    raw = inputs.metadata_bytes(schema.metadata, METADATA_KEY, path, "census release")
     if raw is None:
         raise StatreconError(f"{path}: no census cell definitions in the file; make releases "
                              f"with `statrecon census tabulate`")
