@@ -41,8 +41,11 @@ demo: $(STAMP)
 	$(BIN)/statrecon tables protect examples/tables/firms/firms.csv \
 		--spec examples/tables/firms/spec.yaml --out demo-out/firms_protected.csv
 
+# Python caches compiled modules in __pycache__/ (git ignores them) unless the environment
+# says not to; the suite starts many interpreters (workers, CLI runs) that would each
+# compile the same sources again, so it writes them here whatever the environment says
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest
 
 # the documentation site into site/ (mkdocs.yml): strict, so a broken link, anchor or API
 # reference fails; the notebooks are executed while it builds
