@@ -373,11 +373,12 @@ def test_a_public_boolean_combination_is_one_public_predicate() -> None:
 
 
 def test_a_long_public_or_is_fast_and_exact(tmp_path: Path) -> None:
-    """20,000 ORs on a known column: one DuckDB evaluation (it was one query per OR: 38 s),
-    and the same answer as the short form."""
+    """5,000 ORs on a known column: one DuckDB evaluation, and the same answer as the short
+    form. One query per OR took 38 s for 20,000 (about 9 s for these); a chain of 20,000
+    ORs is read in tests/hostile/test_resource_limits.py."""
     import time
 
-    long = " OR ".join(f"id = {i}" for i in range(3, 20_003))
+    long = " OR ".join(f"id = {i}" for i in range(3, 5_003))
     (tmp_path / "p.csv").write_text("id\n1\n2\n3\n4\n", encoding="utf-8")
     head = ("version: 1\npublic: p.csv\ncolumns:\n  id: {type: integer, known: true}\n"
             "  age: {type: integer, min: 0, max: 3}\nstatistics:\n")
@@ -390,5 +391,5 @@ def test_a_long_public_or_is_fast_and_exact(tmp_path: Path) -> None:
         result = statrecon.reconstruct(path, method="exact",
                                        options=ExactOptions(keep_solutions=None))
         answers.append(sorted(map(str, result.solutions)))  # type: ignore[union-attr]
-        assert time.perf_counter() - start < 25
+        assert time.perf_counter() - start < 8
     assert answers[0] == answers[1]
