@@ -69,9 +69,15 @@ def propagate(a: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray, lb: np.ndarray,
     if not len(held):  # no entries: only the rows' own bounds on 0 to check
         return Propagated(bool((lo <= 0).all() and (hi >= 0).all()), lb, ub)
 
-    def row_sums(values: np.ndarray) -> np.ndarray:  # exact: an int64 sparse product
-        return sp.csc_matrix((values, rows, indptr), shape=(n_rows, n_cols)) @ np.ones(
-            n_cols, dtype=np.int64)
+    # each row's sum of its entries' values: exact, an int64 sparse product with the
+    # structure built once (only the values change from round to round)
+    summer = sp.csr_matrix((np.ones(len(rows), dtype=np.int64),
+                            (rows, np.arange(len(rows)))), shape=(n_rows, len(rows)))
+
+    def row_sums(values: np.ndarray) -> np.ndarray:
+        return summer @ values
+
+    unit = bool((np.abs(coef) == 1).all())  # then dividing by a coefficient multiplies
 
     changes: dict[Side, dict[int, list[tuple[int, int]]]] = {"lower": {}, "upper": {}}
     for round_ in range(1, max_rounds + 1):
@@ -84,8 +90,12 @@ def propagate(a: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray, lb: np.ndarray,
         # the entry's room: what the row leaves it once the rest takes its least (most)
         room_up = hi[rows] - (act_lo[rows] - least)  # bound on coef * y_j from above
         room_dn = lo[rows] - (act_hi[rows] - most)  # bound on coef * y_j from below
-        upper = np.where(pos, _floor_div(room_up, coef), _floor_div(room_dn, coef))
-        lower = np.where(pos, _ceil_div(room_dn, coef), _ceil_div(room_up, coef))
+        if unit:
+            upper = np.where(pos, room_up, -room_dn)
+            lower = np.where(pos, room_dn, -room_up)
+        else:
+            upper = np.where(pos, _floor_div(room_up, coef), _floor_div(room_dn, coef))
+            lower = np.where(pos, _ceil_div(room_dn, coef), _ceil_div(room_up, coef))
         new_ub = ub.copy()
         new_lb = lb.copy()
         least_up = np.minimum.reduceat(upper, starts)
