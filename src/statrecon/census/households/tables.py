@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 
 import numpy as np
 
@@ -302,6 +302,21 @@ class TableIndex:
     deepest: np.ndarray  # (n_types, n_tables) int32
     parent: np.ndarray  # (n_cells,) int32, global index, -1 at a table's top
     table_of: np.ndarray  # (n_cells,) int32
+
+    @cached_property
+    def _deepest_by_table(self) -> np.ndarray:
+        return np.ascontiguousarray(self.deepest.T)  # one table's column read contiguously
+
+    def least_over_deepest(self, per_cell: np.ndarray) -> np.ndarray:
+        """Per unit type, the least of ``per_cell`` (int64, by global cell) over its
+        deepest cell in each table (int64's maximum where no table holds it). Why one
+        table at a time: gathering all of them at once is twice as slow (issue 29)."""
+        ext = np.append(np.asarray(per_cell, dtype=np.int64), np.iinfo(np.int64).max)
+        by_table = self._deepest_by_table  # -1 (no cell) picks the appended maximum
+        out = ext[by_table[0]]
+        for row in by_table[1:]:
+            np.minimum(out, ext[row], out=out)
+        return out
 
     def chain(self, cell: int) -> list[int]:
         out = []

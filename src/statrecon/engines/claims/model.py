@@ -83,12 +83,7 @@ def compile_block(release: BlockRelease) -> BlockModel:
         if p >= 0:
             chain_min[cell] = min(chain_min[cell], chain_min[p])
     deepest = index.deepest
-    upper = np.full(len(deepest), np.iinfo(np.int64).max, dtype=np.int64)
-    for j in range(deepest.shape[1]):
-        d = deepest[:, j]
-        inside = d >= 0
-        upper[inside] = np.minimum(upper[inside], chain_min[d[inside]])
-    upper = np.minimum(upper, release.units)
+    upper = np.minimum(index.least_over_deepest(chain_min), release.units)
     type_ids = np.flatnonzero(upper > 0)
     rows: list[np.ndarray] = []
     cols: list[np.ndarray] = []
