@@ -37,6 +37,7 @@ from statrecon.engines.intervals import (
     prepare,
     verdict,
 )
+from statrecon.engines.intervals.check import _witness as check_witness
 from statrecon.engines.solvers.cpsat import Deadline
 from statrecon.errors import StatreconError
 
@@ -473,3 +474,57 @@ def test_a_cell_in_no_equation_keeps_its_a_priori_bounds() -> None:
     assert (a.lp.lower.value, a.lp.upper.value) == (0, 5) and a.attack.equations == ()
     assert (c.integer.lower.value, c.integer.upper.value) == (-1, None)  # type: ignore[union-attr]
     assert c.integer.upper.proven and check_cell(p, c) == []  # type: ignore[union-attr]
+
+
+def _whole_table_reading(p: IntervalProblem, j: int, bound: Bound, lattice: bool
+                         ) -> str | None:
+    """The witness check done the plain way: the whole table written out and read again,
+    cell by cell and equation by equation, in rationals."""
+    x = list(p.values)
+    for i, v in bound.witness:
+        if not p.hidden[i]:
+            return f"the witness changes published cell {p.cell_names[i]!r}"
+        x[i] = Fraction(v)
+    if x[j] != bound.value:
+        return f"the witness has {x[j]}, not {bound.value}"
+    if lattice and any((v * p.scale).denominator != 1 for v in x):
+        return "the witness is off the lattice"
+    for i, v in enumerate(x):
+        hi = p.upper[i]
+        if v < p.lower[i] or (hi is not None and v > hi):
+            return f"the witness breaks the bounds of {p.cell_names[i]!r}"
+    a = p.matrix.tocsr()
+    for r in range(a.shape[0]):
+        row = a.getrow(r)
+        if sum(int(c) * x[int(k)] for k, c in zip(row.indices, row.data, strict=True)) \
+                != p.rhs[r]:
+            return f"the witness breaks equation {p.equation_names[r]!r}"
+    return None
+
+
+@settings(SETTINGS, max_examples=100)  # 8 witnesses each
+@given(audits(), st.data())
+def test_a_witness_is_read_as_the_whole_table_would_be(
+        case: tuple[Tables, list[int], int, bool], data: st.DataObject) -> None:
+    """The checker reads a witness through the cells it changes (the published values' facts
+    kept per problem); any witness, right or wrong (a published cell moved, off the lattice,
+    out of bounds, an equation broken), gets the verdict of reading the whole table."""
+    t, hidden, scale, unbounded = case
+    p, _ = _problem(t, hidden, scale, unbounded)
+    values = st.fractions(min_value=-1, max_value=5, max_denominator=2 * scale)
+    if data.draw(st.booleans()):  # values the published facts break (the checker's base)
+        moved = data.draw(st.dictionaries(st.sampled_from(hidden), values, max_size=2))
+        p = replace(p, values=tuple(moved.get(i, v) for i, v in enumerate(p.values)))
+    cells = st.integers(0, len(t.keys) - 1)
+    for _ in range(8):
+        witness = tuple(data.draw(st.lists(st.tuples(cells, values), max_size=4)))
+        if data.draw(st.booleans()):  # a plausible one: a completion the oracle keeps
+            witness = tuple((i, p.values[i] + data.draw(st.sampled_from([0, 0, 1, -1])))
+                            for i in hidden)
+        j = data.draw(st.sampled_from(hidden))
+        shown = dict(witness).get(j, p.values[j])
+        value = shown if data.draw(st.booleans()) else shown + 1
+        bound = Bound(value, "proven", "witness", witness=witness)
+        for lattice in (False, True):
+            want = _whole_table_reading(p, j, bound, lattice)
+            assert check_witness(p, j, bound, lattice) == want, (witness, j, value)

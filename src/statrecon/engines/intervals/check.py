@@ -6,7 +6,9 @@ here; its witness is checked like every other."""
 from __future__ import annotations
 
 import math
+import weakref
 from fractions import Fraction
+from typing import ClassVar
 
 import scipy.sparse as sp
 
@@ -60,22 +62,83 @@ def check_bound(problem: IntervalProblem, j: int, side: Side, bound: Bound,
 
 
 def _witness(problem: IntervalProblem, j: int, bound: Bound, lattice: bool) -> str | None:
-    x = list(problem.values)
+    """Why the witness (the published values with ``bound.witness``'s cells replaced) is not
+    a table the attacker must allow, or None. The published values' own facts are read once
+    per problem (``_Base``), so a witness costs what it changes, not the whole table."""
+    base = _Base.of(problem)
+    changed: dict[int, Fraction] = {}
     for i, v in bound.witness:
         if not problem.hidden[i]:
             return f"the witness changes published cell {problem.cell_names[i]!r}"
-        x[i] = v
-    if x[j] != bound.value:
-        return f"the witness has {x[j]}, not {bound.value}"
-    if lattice and any((v * problem.scale).denominator != 1 for v in x):
-        return "the witness is off the lattice"
-    for i, v in enumerate(x):
-        hi = problem.upper[i]
-        if v < problem.lower[i] or (hi is not None and v > hi):
-            return f"the witness breaks the bounds of {problem.cell_names[i]!r}"
-    bad = first_failing_row(problem.matrix, x, [Fraction(r) for r in problem.rhs])
+        changed[i] = Fraction(v)
+    if changed.get(j, problem.values[j]) != bound.value:
+        return f"the witness has {changed.get(j, problem.values[j])}, not {bound.value}"
+    if lattice:
+        off = [i for i, v in changed.items() if (v * problem.scale).denominator != 1]
+        if off or any(i not in changed for i in base.off_lattice):
+            return "the witness is off the lattice"
+    broken = [i for i, v in changed.items() if not base.within(i, v)]
+    broken += [i for i in base.out_of_bounds if i not in changed]
+    if broken:
+        return f"the witness breaks the bounds of {problem.cell_names[min(broken)]!r}"
+    bad = base.first_failing_row(changed)
     return None if bad is None else \
         f"the witness breaks equation {problem.equation_names[bad]!r}"
+
+
+class _Base:
+    """The published values' facts, once per problem: which cells lie off the lattice or
+    out of their bounds, and each equation's gap ``A x - rhs`` at a common denominator, so
+    a witness that changes a few cells is checked through those cells' columns alone,
+    in exact integers."""
+
+    _known: ClassVar[weakref.WeakKeyDictionary[IntervalProblem, _Base]] = \
+        weakref.WeakKeyDictionary()
+
+    def __init__(self, problem: IntervalProblem) -> None:
+        self.problem = problem
+        values = problem.values
+        self.off_lattice = [i for i, v in enumerate(values)
+                            if (v * problem.scale).denominator != 1]
+        self.out_of_bounds = [i for i, v in enumerate(values) if not self.within(i, v)]
+        self.den = math.lcm(*(v.denominator for v in values), 1)
+        self.scaled = [int(v * self.den) for v in values]
+        self.csc = sp.csc_matrix(problem.matrix)
+        lhs = [0] * self.csc.shape[0]
+        indptr, rows, data = self.csc.indptr, self.csc.indices.tolist(), \
+            self.csc.data.tolist()
+        for c, x in enumerate(self.scaled):
+            if x:
+                for k in range(int(indptr[c]), int(indptr[c + 1])):
+                    lhs[rows[k]] += int(data[k]) * x
+        self.gap = {r: g for r, g in enumerate(lhs[r] - int(problem.rhs[r]) * self.den
+                                               for r in range(len(lhs))) if g}
+
+    @classmethod
+    def of(cls, problem: IntervalProblem) -> _Base:
+        base = cls._known.get(problem)
+        if base is None:
+            base = cls._known[problem] = cls(problem)
+        return base
+
+    def within(self, i: int, v: Fraction) -> bool:
+        hi = self.problem.upper[i]
+        return not (v < self.problem.lower[i] or (hi is not None and v > hi))
+
+    def first_failing_row(self, changed: dict[int, Fraction]) -> int | None:
+        """The first equation the values with ``changed`` break, exactly (None: all hold)."""
+        den = math.lcm(self.den, *(v.denominator for v in changed.values()))
+        f = den // self.den
+        gap = {r: f * g for r, g in self.gap.items()}
+        indptr, rows, data = self.csc.indptr, self.csc.indices, self.csc.data
+        for c, v in changed.items():
+            d = int(v * den) - f * self.scaled[c]
+            if d:
+                for k in range(int(indptr[c]), int(indptr[c + 1])):
+                    r = int(rows[k])
+                    gap[r] = gap.get(r, 0) + int(data[k]) * d
+        failing = [r for r, g in gap.items() if g]
+        return min(failing) if failing else None
 
 
 def _hidden_rows(problem: IntervalProblem, eqs: list[int]
