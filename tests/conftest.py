@@ -67,24 +67,26 @@ CliResult = tuple[int, str, str]
 # order (pyproject: --no-loadscope-reorder): these go first, so the files that start last are
 # short ones and neither worker waits long on the other. A file not here keeps its place.
 LONGEST_FIRST = (
-    "tests/test_readme.py",  # [37] every documented command, the DP guide's among them
-    "tests/pipelines/test_census_pipeline.py",  # [23]
-    "tests/engines/exact/test_exact_oracle.py",  # [21]
-    "tests/commands/test_cli_ux.py",  # [19]
-    "tests/census/persons/test_census_noise.py",  # [15]
-    "tests/engines/suppression/test_suppression.py",  # [15]
-    "tests/runs/test_census_protect_release.py",  # [14]
-    "tests/experiments/test_experiments.py",  # [14] n = 600 (was [99] at n = 1000)
-    "tests/commands/test_signals.py",  # [12]
-    "tests/runs/test_census_protect.py",  # [11]
-    "tests/peers/test_witness_finders_peer.py",  # [10]
+    "tests/test_readme.py",  # [33] every documented command, the DP guide's among them
+    "tests/pipelines/test_census_pipeline.py",  # [22]
+    "tests/engines/exact/test_exact_oracle.py",  # [14]
+    "tests/census/persons/test_census_noise.py",  # [14]
+    "tests/runs/test_census_protect_release.py",  # [12]
+    "tests/commands/test_signals.py",  # [11]
+    "tests/engines/suppression/test_suppression.py",  # [10]
+    "tests/engines/intervals/test_intervals.py",  # [10]
+    "tests/runs/test_census_protect.py",  # [9]
+    "tests/hostile/test_injection.py",  # [9]
+    "tests/peers/test_easysdctable_peer.py",  # [8]
+    "tests/engines/intervals/test_reach.py",  # [8]
+    "tests/engines/census/test_census_oracle.py",  # [8]
 )
 
 
 # Libraries pytest marks for assertion rewriting because a plugin ships with them: their own
 # asserts need no introspection, and rewriting hypothesis's 100 modules took about 1 s in each
-# worker and again in the controller's summary at the end (nothing is cached where Python
-# writes no bytecode). Our test modules are still rewritten.
+# worker and again in the controller's summary at the end (where Python writes no bytecode
+# nothing is cached: make test lets it write). Our test modules are still rewritten.
 NOT_REWRITTEN = ("hypothesis", "platformdirs")
 
 
