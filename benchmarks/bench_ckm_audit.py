@@ -220,13 +220,16 @@ def report_posteriors(checked: object, truth: list[int]) -> None:
           f"mean probability given to the true count {given / len(modes):.3f}, to the most "
           f"probable {sum(float(m[1]) for m in modes.values()) / len(modes):.3f}")
     published = checked.cells.published
-    for share in (0.01, 0.1):
-        top = order[:max(1, int(len(order) * share))]
-        hits = sum(1 for c in top if modes[c][0] == truth[c])
-        least = min(float(modes[c][1]) for c in top)
-        zeros = sum(1 for c in top if published[c] == 0)
-        print(f"  top {share:.0%} ranked ({len(top):,} cells, probability >= {least:.3f}): "
-              f"{hits / len(top):.1%} right; {zeros:,} of them published as 0")
+    for by, ranked in (("probability", order), ("what the tables add",
+                                                 ranking(found, "added"))):
+        for share in (0.01, 0.1):
+            top = ranked[:max(1, int(len(ranked) * share))]
+            hits = sum(1 for c in top if modes[c][0] == truth[c])
+            least = min(float(modes[c][1]) for c in top)
+            zeros = sum(1 for c in top if published[c] == 0)
+            print(f"  top {share:.0%} by {by} ({len(top):,} cells, probability >= "
+                  f"{least:.3f}): {hits / len(top):.1%} right; {zeros:,} of them published "
+                  "as 0")
     zero = [c for c in modes if published[c] == 0]
     if zero:  # the flat prior favours a true 0 behind a published 0 (BENCHMARKS.md)
         every = [c for c, p in enumerate(published) if p == 0]

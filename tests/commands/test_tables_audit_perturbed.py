@@ -290,10 +290,15 @@ def test_posteriors_equal_the_enumeration_under_the_ptable(
     best = [max(cells[name]["distribution"].values()) for name in posterior["ranking"]]
     assert best == sorted(best, reverse=True)
     assert all(c["probability"] == max(c["distribution"].values()) for c in cells.values())
+    assert all(0 <= c["alone"] <= 1 and abs(c["probability"] - c["alone"] - c["added"]) < 1e-5
+               for c in cells.values())
+    added = [cells[name]["added"] for name in posterior["ranking_by_added"]]
+    assert added == sorted(added, reverse=True) and len(added) == len(cells)
     assert "flat prior" in posterior["assumes"]
     code, out, err = run_cli(*args)
     said = f"posteriors (3 exact; {posterior['assumes']})"
     assert " ".join(said.split()) in " ".join(out.split())  # however the lines wrap
+    assert "the cells the linked tables make surest" in " ".join(out.split())
 
 
 def test_two_ones_under_a_margin_published_as_zero_are_certain_in_the_posterior(

@@ -11,6 +11,7 @@ the same microdata must use them, and neither is ever published.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -252,6 +253,8 @@ POSTERIOR_ASSUMES = ("a flat prior over the integer tables that add up, each cel
                      "perturbation independent of the others' (its cell key uniform and "
                      "unknown)")
 RANKED_SHOWN = 10
+ADDED_TITLE = ("the cells the linked tables make surest (their probability less what their "
+               "own published value alone gives):")
 
 
 def posterior_json(checked: PublicationAudit) -> dict[str, Any]:
@@ -267,12 +270,19 @@ def posterior_json(checked: PublicationAudit) -> dict[str, Any]:
                       "steps": post.steps,
                       "most_probable": None if mode is None else mode[0],
                       "probability": None if mode is None else round(float(mode[1]), 6),
+                      "alone": _rounded(post.alone), "added": _rounded(post.added),
                       "distribution": {str(v): round(float(p), 6)
                                        for v, p in post.distribution}})
     statuses = [p.status for p in checked.posteriors]
     return {"assumes": POSTERIOR_ASSUMES, "seconds": round(checked.posterior_s, 6),
             "statuses": {s: statuses.count(s) for s in sorted(set(statuses))},
-            "ranking": [names[c] for c in ranking(checked.posteriors)], "cells": cells}
+            "ranking": [names[c] for c in ranking(checked.posteriors)],
+            "ranking_by_added": [names[c] for c in ranking(checked.posteriors, "added")],
+            "cells": cells}
+
+
+def _rounded(p: Fraction | None) -> float | None:
+    return None if p is None else round(float(p), 6)
 
 
 def render_posteriors(checked: PublicationAudit, console: Console) -> None:
@@ -282,16 +292,20 @@ def render_posteriors(checked: PublicationAudit, console: Console) -> None:
     console.print(f"posteriors ({counts}; {POSTERIOR_ASSUMES}), in "
                   f"{checked.posterior_s:.2f} s", highlight=False)
     assert checked.cells is not None
-    for c in ranking(checked.posteriors)[:RANKED_SHOWN]:
-        cell, shown = report["cells"][c], checked.cells.published[c]
-        told = "not published" if shown is None else f"published {shown}"
-        how = "" if cell["status"] == "exact" else ", sampled"
-        console.print(f"  {safe_text(cell['cell'])}: {cell['most_probable']} with "
-                      f"probability {cell['probability']:.4f} ({told}{how})",
-                      highlight=False)
-    if len(report["ranking"]) > RANKED_SHOWN:
-        console.print(f"  ... and {len(report['ranking']) - RANKED_SHOWN} more "
-                      "(--json gives every cell's posterior)", highlight=False)
+    for order, title in ((ranking(checked.posteriors), None),
+                         (ranking(checked.posteriors, "added"), ADDED_TITLE)):
+        if title is not None and order:
+            console.print(title, highlight=False)
+        for c in order[:RANKED_SHOWN]:
+            cell, shown = report["cells"][c], checked.cells.published[c]
+            told = "not published" if shown is None else f"published {shown}"
+            how = "" if cell["status"] == "exact" else ", sampled"
+            console.print(f"  {safe_text(cell['cell'])}: {cell['most_probable']} with "
+                          f"probability {cell['probability']:.4f} ({told}{how}; from "
+                          f"that value alone {cell['alone']:.4f})", highlight=False)
+        if len(order) > RANKED_SHOWN:
+            console.print(f"  ... and {len(order) - RANKED_SHOWN} more "
+                          "(--json gives every cell's posterior)", highlight=False)
 
 
 def render_publication(checked: PublicationAudit, source: Path, console: Console) -> None:

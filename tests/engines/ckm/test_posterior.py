@@ -92,6 +92,10 @@ def test_posteriors_equal_the_brute_force_enumeration(
         assert [p.status for p in found] == ["exact"] * len(likelihoods)
         assert [dict(p.distribution) for p in found] == expected
         assert len({p.tables for p in found}) == 1  # one component: the same tables for all
+        for post, lik, dist in zip(found, likelihoods, expected, strict=True):
+            value = min(v for v in dist if dist[v] == max(dist.values()))
+            assert post.alone == lik[value] / sum(lik.values())
+            assert post.added == dist[value] - post.alone
 
 
 def test_no_table_within_the_supports_is_an_inconsistent_release() -> None:
@@ -125,6 +129,26 @@ def test_unlinked_cells_are_their_own_likelihood_and_rank_by_their_mode() -> Non
     assert found[4].mode == (2, Fraction(1, 2))  # a tie: the least value
     assert found[0].mode == (1, Fraction(1))
     assert ranking(found)[0] == 0 and ranking(found)[-1] == 4
+
+
+def test_what_the_tables_add_is_the_posterior_beyond_the_cells_own_value() -> None:
+    """Parts a, b (0 or 1, a 0 twice as likely to be published as 0) under a total that can
+    only be 2, and a cell d alone: the total pins a = b = 1 against their own values (1/3
+    each); it adds nothing to itself or to d, and the ranking by what is added puts a and b
+    first where the ranking by probability ties them with the total."""
+    zero_or_one = {0: Fraction(1), 1: Fraction(1, 2)}
+    rows = [[1, 1, -1, 0]]
+    found = posteriors(sp.csr_matrix(rows), [zero_or_one, zero_or_one, {2: Fraction(1)},
+                                             zero_or_one])
+    assert [p.mode for p in found] == [(1, 1), (1, 1), (2, 1), (0, Fraction(2, 3))]
+    assert [p.alone for p in found] == [Fraction(1, 3), Fraction(1, 3), 1, Fraction(2, 3)]
+    assert [p.added for p in found] == [Fraction(2, 3), Fraction(2, 3), 0, 0]
+    assert ranking(found, "added") == [0, 1, 2, 3]
+    assert ranking(found) == [0, 1, 2, 3]
+    assert ranking(list(reversed(found)), "added")[:2] == [2, 3]
+    assert ranking(list(reversed(found)))[:3] == [1, 2, 3]
+    with pytest.raises(OptionError):
+        CellPosterior("unknown", alone=Fraction(1, 2))
 
 
 def test_a_posterior_must_be_a_distribution() -> None:

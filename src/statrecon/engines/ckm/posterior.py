@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Literal
 
@@ -60,18 +60,31 @@ class CellPosterior:
     """One true count's posterior: ``distribution`` (value, probability, ascending values,
     summing to 1) when ``status`` is exact (enumerated) or sampled (the share of a Markov
     chain's steps: an estimate), else empty; ``tables``: how many tables of its component
-    were enumerated (all of them when exact), ``steps`` both chains' steps when sampled."""
+    were enumerated (all of them when exact), ``steps`` both chains' steps when sampled.
+    ``alone``: the probability of the most probable value from the cell's own published
+    value alone, under the same prior, the equations ignored (``posteriors`` sets it; None:
+    no distribution): what the tables add is ``added``."""
 
     status: Status
     distribution: tuple[tuple[int, Fraction], ...] = ()
     tables: int = 0
     steps: int = 0
+    alone: Fraction | None = None
 
     def __post_init__(self) -> None:
         known = self.status in ("exact", "sampled")
         check_option(self, "distribution", bool(self.distribution) == known and (
             not known or sum(p for _, p in self.distribution) == 1), "a distribution "
             "summing to 1 exactly when the status is exact or sampled")
+        check_option(self, "alone", self.alone is None or (known and 0 <= self.alone <= 1),
+                     "a probability, and only beside a distribution")
+
+    @property
+    def added(self) -> Fraction | None:
+        """What the linked tables add to the most probable value's probability beyond the
+        cell's own published value (negative: they make it less sure); None: not known."""
+        mode = self.mode
+        return None if mode is None or self.alone is None else mode[1] - self.alone
 
     @property
     def mode(self) -> tuple[int, Fraction] | None:
@@ -133,19 +146,32 @@ def posteriors(matrix: sp.spmatrix, likelihoods: Sequence[Likelihood | None],
                                                                          ())]
         for cell, post in zip(comp, _component(a, comp, likelihoods, options, deadline,
                                                hint, own), strict=True):
-            out[cell] = post
+            out[cell] = _with_alone(post, likelihoods[cell])
         done += len(comp)
         if options.on_progress is not None:
             options.on_progress(done, n)
     return tuple(p for p in out if p is not None)
 
 
-def ranking(cells: Sequence[CellPosterior]) -> list[int]:
+def ranking(cells: Sequence[CellPosterior], by: Literal["probability", "added"] =
+            "probability") -> list[int]:
     """The cells with a posterior (exact or sampled), most surely recovered first: by the
-    probability of their most probable value, then by cell order."""
-    modes = [(c, p.mode) for c, p in enumerate(cells)]
-    exact = [(-m[1], c) for c, m in modes if m is not None]
-    return [c for _, c in sorted(exact)]
+    probability of their most probable value (``probability``), or by what the linked
+    tables add to it beyond the cell's own published value (``added``: the attack's own
+    share, not the prior's; BENCHMARKS.md, issue 30), then by cell order."""
+    keys = [(c, p.mode[1] if by == "probability" and p.mode else p.added)
+            for c, p in enumerate(cells)]
+    return [c for _, c in sorted((-k, c) for c, k in keys if k is not None)]
+
+
+def _with_alone(post: CellPosterior, likelihood: Likelihood | None) -> CellPosterior:
+    """``post`` with ``alone``: its most probable value's share of the cell's own
+    likelihood (the posterior of a cell in no equation, under the same flat prior)."""
+    mode = post.mode
+    if mode is None or likelihood is None:
+        return post
+    return replace(post, alone=Fraction(likelihood.get(mode[0], 0)) / sum(
+        likelihood.values()))
 
 
 def _kept_boxes(a: sp.csr_matrix, boxes: Sequence[Move], label: np.ndarray
