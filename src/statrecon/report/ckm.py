@@ -300,9 +300,11 @@ def render_posteriors(checked: PublicationAudit, console: Console) -> None:
             cell, shown = report["cells"][c], checked.cells.published[c]
             told = "not published" if shown is None else f"published {shown}"
             how = "" if cell["status"] == "exact" else ", sampled"
+            alone = "" if cell["alone"] is None else \
+                f"; from that value alone {cell['alone']:.4f}"
             console.print(f"  {safe_text(cell['cell'])}: {cell['most_probable']} with "
-                          f"probability {cell['probability']:.4f} ({told}{how}; from "
-                          f"that value alone {cell['alone']:.4f})", highlight=False)
+                          f"probability {cell['probability']:.4f} ({told}{how}{alone})",
+                          highlight=False)
         if len(order) > RANKED_SHOWN:
             console.print(f"  ... and {len(order) - RANKED_SHOWN} more "
                           "(--json gives every cell's posterior)", highlight=False)
