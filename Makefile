@@ -95,3 +95,4 @@ lint: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache .mypy_cache .ruff_cache site .cache
+	find src tests benchmarks docs -name __pycache__ -type d -prune -exec rm -rf {} +
