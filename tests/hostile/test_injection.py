@@ -513,6 +513,26 @@ def test_a_reconstruction_with_bad_metadata_is_one_line(census_release_file: Pat
     assert "Traceback" not in proc.stderr and str(bad) in " ".join(proc.stderr.split())
 
 
+@pytest.mark.parametrize("metadata", ['{"tracts": 5}', '{"tracts": {"t": 1}}',
+                                      '{"tracts": {"t": {"status": 3}}}',
+                                      "[" * 100_000 + "]" * 100_000])
+def test_a_resumed_reconstruction_reads_its_output_through_the_gate(
+        census_release_file: Path, tmp_path: Path, metadata: str) -> None:
+    """A rerun reads what ``--out`` and its parts hold: tract records of another shape, or
+    metadata nested past what JSON decoding allows, are one line naming the file."""
+    from statrecon.runs.stores import META_KEY as RECON_KEY
+
+    recon = tmp_path / "r.parquet"
+    assert statrecon("census", "reconstruct", census_release_file, "--out", recon,
+                     "--workers", "1").returncode == 0
+    table = pq.read_table(recon)
+    pq.write_table(table.replace_schema_metadata({RECON_KEY: metadata}), recon)
+    proc = statrecon("census", "reconstruct", census_release_file, "--out", recon,
+                     "--workers", "1")
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert str(recon) in " ".join(proc.stderr.split())
+
+
 def test_hardened_connection_draws_no_progress_bar_of_its_own() -> None:
     """DuckDB's bar would write to the terminal over statrecon's own progress."""
     con = hardened()

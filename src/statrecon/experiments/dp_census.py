@@ -210,8 +210,10 @@ def tract_seconds(recon: Path) -> dict[str, float]:
     """CPU seconds the tracts took (solve, certify, rank), from the reconstruction's own
     records: right even when this run only resumed it (its wall time is then short)."""
     meta = inputs.json_metadata(pq.read_schema(recon).metadata, STORE_KEY, recon,
-                                "census reconstruction") or {}
-    tracts = meta.get("tracts", {}).values()
+                                "census reconstruction")
+    found = meta.get("tracts") if isinstance(meta, dict) else None
+    tracts = [t for t in found.values() if isinstance(t, dict)] if isinstance(found, dict) \
+        else []
     return {f"tracts_{k}": round(sum(float(t.get(f"{k}_s", 0)) for t in tracts), 2)
             for k in ("solve", "certify", "sample")}
 
@@ -221,8 +223,8 @@ def _certain_seconds(certain: Path | None) -> float:
     if certain is None:
         return 0.0
     meta = inputs.json_metadata(pq.read_schema(certain).metadata, CERTAIN_KEY, certain,
-                                "certain persons file") or {}
-    return float(meta.get("tract_seconds", 0.0))
+                                "certain persons file")
+    return float(meta.get("tract_seconds", 0.0)) if isinstance(meta, dict) else 0.0
 
 
 def run_experiment(truth: Path, out: Path, options: DpCensusOptions,

@@ -122,6 +122,29 @@ def tract_table(result: TractResult, blocks: tuple[str, ...]) -> pa.Table:
         {META_KEY: json.dumps({"tracts": {result.tract: summary}}).encode()})
 
 
+def _stored_meta(path: Path, key: bytes, what: str) -> dict[str, Any]:
+    """A stored file's metadata object through the metadata gate (``inputs.json_metadata``:
+    too large or malformed is one line naming the file); a file Parquet cannot read, or
+    metadata that is no JSON object, counts as none."""
+    try:
+        meta = inputs.json_metadata(pq.read_schema(path).metadata, key, path, what)
+    except (OSError, pa.ArrowInvalid):
+        return {}
+    return meta if isinstance(meta, dict) else {}
+
+
+def _tract_statuses(meta: dict[str, Any], path: Path) -> dict[str, str]:
+    """Tract -> status from a stored file's metadata; records of another shape are one line
+    naming the file (a resumed run reads what is in its output folder)."""
+    tracts = meta.get("tracts", {})
+    if not isinstance(tracts, dict) or not all(
+            isinstance(rec, dict) and isinstance(rec.get("status"), str)
+            for rec in tracts.values()):
+        raise StatreconError(f"{path}: its tract records are not those of a statrecon census "
+                             f"reconstruction; remove it or choose another --out")
+    return {str(t): rec["status"] for t, rec in tracts.items()}
+
+
 class ReconStore:
     """Where a census reconstruction keeps its finished tracts (see module docstring)."""
 
@@ -131,12 +154,7 @@ class ReconStore:
         self.digest = release_digest
 
     def _meta(self, path: Path) -> dict[str, Any]:
-        try:
-            raw = inputs.metadata_bytes(pq.read_schema(path).metadata, META_KEY, path,
-                                        "census reconstruction")
-            meta: dict[str, Any] = json.loads(raw) if raw else {}
-        except (OSError, pa.ArrowInvalid, ValueError):
-            meta = {}
+        meta = _stored_meta(path, META_KEY, "census reconstruction")
         if meta.get("release") not in (None, self.digest):
             raise StatreconError(f"{path} was made from a different release; remove it or "
                                  f"choose another --out")
@@ -150,11 +168,10 @@ class ReconStore:
             if not meta:
                 raise StatreconError(f"{self.out} exists and is not a statrecon census "
                                      f"reconstruction; remove it or choose another --out")
-            done.update({t: s["status"] for t, s in meta.get("tracts", {}).items()})
+            done.update(_tract_statuses(meta, self.out))
         if self.parts.is_dir():
             for part in sorted(self.parts.glob("*.parquet")):
-                meta = self._meta(part)
-                done.update({t: s["status"] for t, s in meta.get("tracts", {}).items()})
+                done.update(_tract_statuses(self._meta(part), part))
         return done
 
     def check(self) -> None:
@@ -225,13 +242,7 @@ class PartStore:
         self.meta_key = meta_key
 
     def _meta(self, path: Path) -> dict[str, Any]:
-        try:
-            raw = inputs.metadata_bytes(pq.read_schema(path).metadata, self.meta_key, path,
-                                        "stored part")
-            meta = json.loads(raw) if raw else {}
-        except (OSError, pa.ArrowInvalid, ValueError):
-            meta = {}
-        return meta if isinstance(meta, dict) else {}
+        return _stored_meta(path, self.meta_key, "stored part")
 
     def finished(self) -> dict[str, tuple[Path, dict[str, Any]]]:
         """Unit -> (its part, its metadata); a part made with another key is refused (never
