@@ -199,7 +199,6 @@ def report_posteriors(checked: object, truth: list[int]) -> None:
     """How the posteriors fare against the truth: the most probable count right, the
     probability given to the true count, and the ranking's top cells, beside taking each
     published value at its word."""
-    from statrecon.engines.ckm.posterior import ranking
     from statrecon.runs.ckm import PublicationAudit
 
     assert isinstance(checked, PublicationAudit) and checked.cells is not None
@@ -209,7 +208,7 @@ def report_posteriors(checked: object, truth: list[int]) -> None:
     right = sum(1 for c, (value, _) in modes.items() if value == truth[c])
     shown = sum(1 for c in modes if checked.cells.published[c] == truth[c])
     given = sum(float(dict(found[c].distribution).get(truth[c], 0)) for c in modes)
-    order = ranking(found)
+    by_probability, by_added = checked.rankings
     print(f"posteriors in {checked.posterior_s:.1f} s: "
           + ", ".join(f"{statuses.count(s):,} {s}" for s in sorted(set(statuses)))
           + f"; steps of both chains {max((p.steps for p in found), default=0):,}")
@@ -220,8 +219,7 @@ def report_posteriors(checked: object, truth: list[int]) -> None:
           f"mean probability given to the true count {given / len(modes):.3f}, to the most "
           f"probable {sum(float(m[1]) for m in modes.values()) / len(modes):.3f}")
     published = checked.cells.published
-    for by, ranked in (("probability", order), ("what the tables add",
-                                                 ranking(found, "added"))):
+    for by, ranked in (("probability", by_probability), ("what the tables add", by_added)):
         for share in (0.01, 0.1):
             top = ranked[:max(1, int(len(ranked) * share))]
             hits = sum(1 for c in top if modes[c][0] == truth[c])

@@ -17,7 +17,6 @@ from typing import Any
 
 from rich.console import Console
 
-from statrecon.engines.ckm.posterior import ranking
 from statrecon.report import known_cells, safe_text
 from statrecon.runs.ckm import PerturbedAudit, PerturbRun, PublicationAudit
 from statrecon.tables.ckm import KNOWLEDGE_TEXT, PTable, ptable_frame
@@ -274,10 +273,11 @@ def posterior_json(checked: PublicationAudit) -> dict[str, Any]:
                       "distribution": {str(v): round(float(p), 6)
                                        for v, p in post.distribution}})
     statuses = [p.status for p in checked.posteriors]
+    by_probability, by_added = checked.rankings
     return {"assumes": POSTERIOR_ASSUMES, "seconds": round(checked.posterior_s, 6),
             "statuses": {s: statuses.count(s) for s in sorted(set(statuses))},
-            "ranking": [names[c] for c in ranking(checked.posteriors)],
-            "ranking_by_added": [names[c] for c in ranking(checked.posteriors, "added")],
+            "ranking": [names[c] for c in by_probability],
+            "ranking_by_added": [names[c] for c in by_added],
             "cells": cells}
 
 
@@ -292,8 +292,7 @@ def render_posteriors(checked: PublicationAudit, console: Console) -> None:
     console.print(f"posteriors ({counts}; {POSTERIOR_ASSUMES}), in "
                   f"{checked.posterior_s:.2f} s", highlight=False)
     assert checked.cells is not None
-    for order, title in ((ranking(checked.posteriors), None),
-                         (ranking(checked.posteriors, "added"), ADDED_TITLE)):
+    for order, title in zip(checked.rankings, (None, ADDED_TITLE), strict=True):
         if title is not None and order:
             console.print(title, highlight=False)
         for c in order[:RANKED_SHOWN]:

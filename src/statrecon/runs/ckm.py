@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from statrecon.engines.ckm.posterior import (
     CellPosterior,
     PosteriorOptions,
     posteriors,
+    ranking,
 )
 from statrecon.engines.intervals import AuditOptions
 from statrecon.errors import (
@@ -248,6 +250,13 @@ class PublicationAudit(KnownCellsAudit):
     stand_in_s: float = 0.0
     posteriors: tuple[CellPosterior, ...] = ()  # empty unless asked for
     posterior_s: float = 0.0
+
+    @cached_property
+    def rankings(self) -> tuple[list[int], list[int]]:
+        """The cells with a posterior by probability, and by what the linked tables add
+        (``engines/ckm/posterior.ranking``): sorted once however often they are shown
+        (100,000 fractions each at scale)."""
+        return ranking(self.posteriors), ranking(self.posteriors, "added")
 
     def shown_value(self, cell: int) -> int | None:
         """The true count where the audit pins it (proven), else None: unknown to us."""

@@ -141,6 +141,22 @@ def test_cells_sql_and_chains_agree() -> None:
         assert np.array_equal(by_sql[b], tabulate_types(ids[blocks == b]))
 
 
+def test_least_over_deepest_is_the_least_over_each_tables_deepest_cell() -> None:
+    """Per unit type, the least value over its deepest cell in each table (-1: none), read
+    one type at a time; ``compile_block``'s pruning of published zeros and the types' upper
+    bounds rest on it (it folds each cell's ancestors in first)."""
+    index = hht.table_index()
+    rng = np.random.default_rng(3)
+    held_by = [np.flatnonzero(index.deepest[:, j] >= 0) for j in range(index.deepest.shape[1])]
+    types = np.unique(np.concatenate([rng.choice(h, 5) for h in held_by]))  # every table's
+    for per_cell in (rng.integers(0, 5, len(index.cells)), rng.integers(-3, 10**12,
+                                                                       len(index.cells))):
+        got = index.least_over_deepest(per_cell)
+        for t in types.tolist():
+            held = [int(per_cell[d]) for d in index.deepest[t].tolist() if d >= 0]
+            assert got[t] == (min(held) if held else np.iinfo(np.int64).max)
+
+
 def test_tables_come_from_the_descriptors() -> None:
     tables = {t.name: t for t in hht.household_tables()}
     assert {"P16", "P16V", "H4O", "H12I", "H13A", "H14", "H15"} <= set(tables)

@@ -111,8 +111,9 @@ class _Base:
             if x:
                 for k in range(int(indptr[c]), int(indptr[c + 1])):
                     lhs[rows[k]] += int(data[k]) * x
-        self.gap = {r: g for r, g in enumerate(lhs[r] - int(problem.rhs[r]) * self.den
-                                               for r in range(len(lhs))) if g}
+        gaps = (total - int(rhs) * self.den for total, rhs in zip(lhs, problem.rhs,
+                                                                  strict=True))
+        self.gap = {r: g for r, g in enumerate(gaps) if g}  # the equations x breaks
 
     @classmethod
     def of(cls, problem: IntervalProblem) -> _Base:
