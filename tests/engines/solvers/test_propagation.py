@@ -56,6 +56,21 @@ def test_every_integer_solution_keeps_the_propagated_bounds(
     assert (got.lb >= lb).all() and (got.ub <= ub).all()
 
 
+@settings(max_examples=300, deadline=None)
+@given(systems())
+def test_unit_rows_tighten_as_the_same_rows_doubled(
+        system: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]) -> None:
+    """Rows of coefficients +-1 take a path of their own (dividing by them multiplies); the
+    same rows and sides doubled imply the same bounds and go through the division."""
+    a, lo, hi, lb, ub = system
+    unit = np.sign(a)
+    once = propagate(sp.csr_matrix(unit), lo, hi, lb, ub)
+    doubled = propagate(sp.csr_matrix(2 * unit), 2 * lo, 2 * hi, lb, ub)
+    assert once.feasible == doubled.feasible
+    if once.feasible:
+        assert np.array_equal(once.lb, doubled.lb) and np.array_equal(once.ub, doubled.ub)
+
+
 def test_two_ones_under_their_total_are_pinned() -> None:
     # cells a, b at least 1 each and a + b at most 2: both are exactly 1
     a = sp.csr_matrix(np.array([[1, 1]]))
