@@ -10,7 +10,7 @@ import json
 import time
 from collections.abc import Iterator
 from contextlib import closing
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 import scipy.sparse as sp
 
 from statrecon.census.geography import tract_of
-from statrecon.census.persons.cells import Sf1Cell, definitions_digest
+from statrecon.census.persons.cells import Sf1Cell, definitions_digest, definitions_json
 from statrecon.census.persons.release import CensusRelease, ReleaseNoise
 from statrecon.discrete_gaussian import MIN_ALPHA, BoundOutOfTime
 from statrecon.engines.census import CellMatrices, cell_bounds, certain_in_block, class_matrix
@@ -181,7 +181,7 @@ def certain_release(release: CensusRelease, out: Path, delta: float,
     t0 = time.perf_counter()
     summary = CertainSummary(blocks=len(release.blocks))
     meta: dict[str, Any] = {"release": release.digest,
-                            "cells": [asdict(cell) for cell in release.cells]}
+                            "cells": definitions_json(release.cells)}
     if release.protection is not None:
         delta = 0.0  # the bounds hold always
         block, _ = release_bounds(release)

@@ -10,6 +10,7 @@ tests/pipelines/test_census_pipeline.py.
 from __future__ import annotations
 
 import csv
+import json
 from collections import Counter
 from pathlib import Path
 
@@ -32,11 +33,14 @@ from statrecon.census.persons.cells import (
     CELL_FILE,
     RACES,
     SEXES,
+    definitions_json,
     grid_index,
+    p13_cells,
     person_cells,
     select_cells,
 )
 from statrecon.census.persons.microdata import load_persons
+from statrecon.census.persons.release import cells_from_json
 
 # ------------------------------------------------------------------ cells and tabulation
 
@@ -53,6 +57,17 @@ def test_tables_come_from_the_cell_file() -> None:
     assert {c.level for c in cells if c.table.startswith("PCT")} == {"tract"}
     assert [c.cell for c in select_cells("P1,p12")] == [
         r["cell_number"] for r in rows if r["table_number"] in ("P1", "P12")]
+
+
+def test_the_stored_definitions_are_the_cells_fields_and_read_back() -> None:
+    """What release and reconstruction files store for their cells: every field as
+    ``asdict`` gives it, read back to the same cells."""
+    from dataclasses import asdict
+
+    cells = person_cells() + p13_cells()
+    stored = definitions_json(cells)
+    assert stored == [asdict(c) for c in cells]
+    assert cells_from_json(json.loads(json.dumps(stored))) == cells
 
 
 def test_sql_predicates_and_masks_agree_on_random_persons() -> None:

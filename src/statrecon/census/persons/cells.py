@@ -16,7 +16,7 @@ import csv
 import functools
 import hashlib
 import io
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import cache
 from importlib import resources
 
@@ -244,6 +244,17 @@ def select_cells(tables: str = "sf1-persons", *, with_p13: bool = False
             f"--tables {tables!r}: unknown table(s) {', '.join(unknown) or '(none given)'}; "
             f"use sf1-persons or names among {', '.join(sorted(known))}")
     return tuple(c for c in cells if c.table in wanted) + extra
+
+
+def definitions_json(cells: tuple[Sf1Cell, ...]) -> list[dict[str, object]]:
+    """The cells' fields as release and reconstruction files store them (JSON): what
+    ``dataclasses.asdict`` gives, without its recursive copy of every value (the fields are
+    flat: 6 ms for the 4,071 SF1 person cells instead of 70)."""
+    names = _FIELD_NAMES
+    return [{name: getattr(c, name) for name in names} for c in cells]
+
+
+_FIELD_NAMES = tuple(f.name for f in fields(Sf1Cell))
 
 
 @functools.lru_cache(maxsize=8)

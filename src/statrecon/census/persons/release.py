@@ -33,6 +33,7 @@ from statrecon.census.persons.cells import (
     SEXES,
     Sf1Cell,
     definitions_digest,
+    definitions_json,
 )
 from statrecon.census.persons.identities import check_identities
 from statrecon.census.persons.swap_statement import check_statement
@@ -66,7 +67,7 @@ def write_release(table: pa.Table, cells: tuple[Sf1Cell, ...], tables: str, path
     (``swap_statement``); ``protection``: the protection its values went through."""
     meta: dict[str, object] = {"format": FORMAT, "tables": tables,
                                "digest": definitions_digest(cells),
-                               "cells": [asdict(c) for c in cells]}
+                               "cells": definitions_json(cells)}
     if noise is not None and protection is not None:
         raise ValueError("a release is noisy or protected, not both")
     if noise is not None:
