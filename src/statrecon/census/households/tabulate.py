@@ -20,8 +20,8 @@ def tabulate_sql(units: pd.DataFrame) -> dict[str, np.ndarray]:
     cells = hht.table_index().cells
     con = hardened({"units_df": units[["block", *hh.COLUMN_NAMES]]})
     con.execute(f"CREATE TEMP TABLE {hh.TABLE} AS SELECT * FROM units_df")
-    sums = ", ".join(f"SUM(CASE WHEN {c.sql()} THEN 1 ELSE 0 END)::BIGINT AS c{i}"
-                     for i, c in enumerate(cells))
+    # COUNT_IF: planning 873 of them takes DuckDB two thirds of the time SUM(CASE ...) does
+    sums = ", ".join(f"COUNT_IF({c.sql()}) AS c{i}" for i, c in enumerate(cells))
     rows = con.execute(f"SELECT block, {sums} FROM {hh.TABLE} GROUP BY block "
                        "ORDER BY block").fetchall()
     con.close()
