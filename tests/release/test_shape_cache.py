@@ -200,3 +200,44 @@ def test_a_statement_not_written_by_the_parser_is_parsed_to_swap_its_aggregate()
     by_hand = replace(query, sql="select sum(x) from t where age > 3")
     assert with_select(by_hand, "COUNT(*)") == reselected(by_hand.sql, "COUNT(*)")
     assert with_select(by_hand, "COUNT(*)").startswith("SELECT COUNT(*) FROM t")
+
+
+# ------------------------------------------- statements remembered across parsers, per schema
+
+
+def test_a_statement_is_parsed_once_per_process_for_each_schema() -> None:
+    """A second parser over the same schema gets the first one's Query (the same object);
+    over another schema the same text is parsed again and means what that schema says."""
+    sql = "SELECT SUM(x) FROM t WHERE dx = 'yes' AND age > 7"
+    first = QueryParser(SCHEMA).parse(sql)
+    assert QueryParser(SCHEMA).parse(sql) is first
+    assert first == parse_query(sql, SCHEMA)
+    public_dx = Schema(table="t", columns=tuple(
+        Column(c.name, c.type, c.min, c.max, c.values, known=True) if c.name == "dx" else c
+        for c in SCHEMA.columns))
+    other = QueryParser(public_dx).parse(sql)
+    assert other == parse_query(sql, public_dx) and other != first
+    without_yes = Schema(table="t", columns=tuple(
+        Column(c.name, c.type, values=("no",)) if c.name == "dx" else c
+        for c in SCHEMA.columns))
+    with pytest.raises(ReleaseError, match="yes"):  # not in this schema's domain of dx
+        QueryParser(without_yes).parse(sql)
+    assert QueryParser(SCHEMA).parse(sql) is first
+
+
+def test_the_memory_is_bounded_and_keeps_no_long_statement(monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    from statrecon.release import sql as module
+
+    monkeypatch.setattr(module, "_remembered", {})
+    monkeypatch.setattr(module, "REMEMBERED", 5)
+    parser = QueryParser(SCHEMA)
+    for i in range(12):
+        parser.parse(f"SELECT COUNT(*) FROM t WHERE age > {i}")
+        assert len(module._remembered) <= 5
+    kept = [sql for _, sql in module._remembered]
+    assert kept == [f"SELECT COUNT(*) FROM t WHERE age > {i}" for i in range(7, 12)]
+    long = "SELECT COUNT(*) FROM t WHERE " + " OR ".join(f"age = {i}" for i in range(400))
+    assert len(long) > module.REMEMBERED_LENGTH
+    assert parser.parse(long) == parse_query(long, SCHEMA)
+    assert all(sql != long for _, sql in module._remembered)

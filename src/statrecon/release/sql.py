@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -795,8 +796,19 @@ def _cached_literal_sql(value: str, is_string: bool) -> str:
 SHAPE_LITERALS = 1_000
 
 
+# Statements this process has parsed, by (schema, text): the same release read again (a
+# notebook, an experiment's runs, a rerun in one session) parses nothing twice. A Query is
+# frozen and depends on nothing but the text and the schema; short statements only, and at
+# most REMEMBERED of them (the oldest go first).
+REMEMBERED = 4096
+REMEMBERED_LENGTH = 2000
+_remembered: dict[tuple[str, str], Query] = {}
+_remembered_lock = threading.Lock()
+
+
 class QueryParser:
-    """``parse_query`` for many statements over one schema, parsing each shape once.
+    """``parse_query`` for many statements over one schema, parsing each shape once (and
+    each statement once per process, see ``REMEMBERED``).
 
     A statement of more than ``SHAPE_LITERALS`` literals gets no shape: making one parses it
     a second time, and a WHERE that long (20,000 ORs) is written once, not repeated with
@@ -805,8 +817,22 @@ class QueryParser:
     def __init__(self, schema: Schema) -> None:
         self.schema = schema
         self.shapes: dict[str, _Shape | None] = {}  # None: this shape is parsed every time
+        self._schema_key = repr(schema)  # frozen dataclasses all the way down: faithful
 
     def parse(self, sql: str) -> Query:
+        if len(sql) > REMEMBERED_LENGTH:
+            return self._parse(sql)
+        key = (self._schema_key, sql)
+        query = _remembered.get(key)
+        if query is None:
+            query = self._parse(sql)
+            with _remembered_lock:
+                if len(_remembered) >= REMEMBERED:
+                    _remembered.pop(next(iter(_remembered)))
+                _remembered[key] = query
+        return query
+
+    def _parse(self, sql: str) -> Query:
         if len(sql) > MAX_SQL_LENGTH:
             _check_size(sql)
         scanned = literal_shape(sql)
