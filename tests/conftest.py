@@ -367,29 +367,38 @@ def write_persons(path: Path, blocks: list[str], per_block: int = 2) -> Path:
     return path
 
 
-@pytest.fixture(scope="module")
-def census_release_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A P1+P12 release of two blocks in one tract; its name needs quoting in SQL."""
-    d = tmp_path_factory.mktemp("inputs")
-    persons = write_persons(d / "p.csv", [TRACT_A + "1000", TRACT_A + "1001"])
-    out = d / "it's a release.parquet"
+def _build_census_release_file(folder: Path) -> dict[str, Any]:
+    persons = write_persons(folder / "p.csv", [TRACT_A + "1000", TRACT_A + "1001"])
+    out = folder / "it's a release.parquet"
     proc = statrecon("census", "tabulate", "--persons", persons, "--out", out, "--tables",
                      "P1,P12")
     assert proc.returncode == 0, proc.stderr
-    return out
+    return {"release": str(out)}
+
+
+@pytest.fixture(scope="session")
+def census_release_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A P1+P12 release of two blocks in one tract; its name needs quoting in SQL. Built
+    once per test session: copy it before changing it."""
+    got = built_once(tmp_path_factory, "census_release_file", _build_census_release_file)
+    return Path(got["release"])
 
 
 # --------------------------------------------------------------------------- claims inputs
 
 
-@pytest.fixture(scope="module")
-def claims_tables(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The published tables of the two small test blocks (``claims tabulate``)."""
-    d = tmp_path_factory.mktemp("tables")
-    out = d / "tables.csv"
-    proc = statrecon("claims", "tabulate", "--households", households(d), "--out", out)
+def _build_claims_tables(folder: Path) -> dict[str, Any]:
+    out = folder / "tables.csv"
+    proc = statrecon("claims", "tabulate", "--households", households(folder), "--out", out)
     assert proc.returncode == 0, proc.stderr
-    return out
+    return {"tables": str(out)}
+
+
+@pytest.fixture(scope="session")
+def claims_tables(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The published tables of the two small test blocks (``claims tabulate``), built once
+    per test session: copy them before changing them."""
+    return Path(built_once(tmp_path_factory, "claims_tables", _build_claims_tables)["tables"])
 
 
 def read_claims_rows(path: Path) -> list[dict[str, str]]:
