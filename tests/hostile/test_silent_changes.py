@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import subprocess
 from fractions import Fraction
 from pathlib import Path
@@ -32,9 +31,7 @@ from typing import Any
 import pytest
 from conftest import (
     BLOCK_A,
-    COMMAND,
     EXAMPLES,
-    ROOT,
     SUM_ALL,
     TRACT_A,
     TRACT_B,
@@ -312,9 +309,7 @@ def test_reconstruct_report_escapes_ids(tmp_path: Path) -> None:
     text = (EXAMPLES / "contradiction.yaml").read_text(encoding="utf-8")
     path = tmp_path / "escapes.yaml"
     path.write_text(text.replace("id: 2B-count,", 'id: "2B\\e[2J\\a",'), encoding="utf-8")
-    env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
-    proc = subprocess.run([*COMMAND, "reconstruct", str(path)], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120, check=False)
+    proc = statrecon("reconstruct", path, columns=200)
     assert proc.returncode == 2, proc.stderr
     assert "\x1b" not in proc.stdout and "\x07" not in proc.stdout
     assert "2B\\x1b[2J\\x07" in proc.stdout
