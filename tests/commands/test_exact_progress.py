@@ -16,16 +16,17 @@ import yaml
 from conftest import CliRunner
 
 # Eight values of 0..30 summing to 120: millions of datasets, so enumeration runs until the
-# time limit (2 s), then the proofs are cut short.
+# time limit (1 s, with a line every 0.15 s), then the proofs are cut short.
 LONG = {"version": 1, "table": "t", "records": 8,
         "columns": {"x": {"type": "integer", "min": 0, "max": 30}},
         "statistics": [{"id": "total", "sql": "SELECT SUM(x) FROM t", "value": 120}]}
-ARGS = ("--method", "exact", "--time-limit", "2", "--limit", "100000000")
+LIMIT_S = 1
+ARGS = ("--method", "exact", "--time-limit", str(LIMIT_S), "--limit", "100000000")
 
 
 @pytest.fixture
 def long_release(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("STATRECON_PROGRESS_INTERVAL", "0.3")
+    monkeypatch.setenv("STATRECON_PROGRESS_INTERVAL", "0.15")
     path = tmp_path / "long.yaml"
     path.write_text(yaml.safe_dump(LONG))
     return path
@@ -46,7 +47,7 @@ def test_phase_lines_on_stderr_with_json_on_stdout(run_cli: CliRunner, long_rele
               if (m := re.search(r"enumerating: ([\d,]+) datasets found", line))]
     assert counts and counts == sorted(counts) and counts[-1] > 0  # a running count
     lefts = re.findall(r"(\d\d):(\d\d) left", "\n".join(enumerating))
-    assert lefts and all(int(m) * 60 + int(s) <= 2 for m, s in lefts)
+    assert lefts and all(int(m) * 60 + int(s) <= LIMIT_S for m, s in lefts)
 
 
 def test_nothing_on_stderr_with_quiet(run_cli: CliRunner, long_release: Path) -> None:
