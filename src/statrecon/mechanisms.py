@@ -405,7 +405,7 @@ class DiffixLike:
         """(noise, std) for one query text; the same text always gives the same noise."""
         tree = _parse(sql, index)
         conditions = max(_condition_count(tree), 1)
-        normalized = tree.sql(dialect="duckdb")
+        normalized = tree.sql(dialect="duckdb", copy=False)  # ours, then dropped: no copy
         digest = hashlib.sha256(f"{self.seed}\x00{normalized}".encode()).digest()
         z = float(np.random.default_rng(int.from_bytes(digest[:16], "big")).standard_normal())
         std = self.base_sigma * math.sqrt(conditions)
