@@ -11,6 +11,7 @@ a new format registers here, and so meets every case at once.
 
 from __future__ import annotations
 
+import functools
 import re
 import shutil
 from collections.abc import Callable
@@ -210,13 +211,19 @@ def _ckm(folder: Path) -> Path:
     return folder / "m.csv"
 
 
+@functools.cache
+def _ons_ptable() -> str:
+    """ONS's 10-5 rule as a ptable file: every count 1..750 by every cell key 0..255 (192,000
+    rows, written once per test process)."""
+    rule = {0: 0, 1: -1, 2: -2, 3: 2, 4: 1}
+    return "pcv,ckey,pvalue\n" + "".join(
+        f"{n},{k},{-n if n < 10 else rule[n % 5]}\n" for n in range(1, 751) for k in range(256))
+
+
 def _ons_ids(folder: Path) -> Path:
     """Microdata with a column of ids (record keys: each id modulo 4096, ``--ons-id``) and an
     ONS ptable (ONS's 10-5 rule: every count 1..750 by every cell key 0..255)."""
-    rule = {0: 0, 1: -1, 2: -2, 3: 2, 4: 1}
-    (folder / "p.csv").write_text("pcv,ckey,pvalue\n" + "".join(
-        f"{n},{k},{-n if n < 10 else rule[n % 5]}\n" for n in range(1, 751)
-        for k in range(256)), encoding="utf-8")
+    (folder / "p.csv").write_text(_ons_ptable(), encoding="utf-8")
     rows = [f"{'xy'[i % 2]},{'uvw'[i % 3]},{100_003 * i + 17}" for i in range(30)]
     (folder / "m.csv").write_text("a,b,id\n" + "".join(r + "\n" for r in rows),
                                   encoding="utf-8")
