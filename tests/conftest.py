@@ -69,17 +69,18 @@ CliResult = tuple[int, str, str]
 LONGEST_FIRST = (
     "tests/test_readme.py",  # [33] every documented command, the DP guide's among them
     "tests/pipelines/test_census_pipeline.py",  # [22]
-    "tests/engines/exact/test_exact_oracle.py",  # [14]
-    "tests/census/persons/test_census_noise.py",  # [14]
+    "tests/engines/exact/test_exact_oracle.py",  # [13]
+    "tests/census/persons/test_census_noise.py",  # [13]
     "tests/runs/test_census_protect_release.py",  # [12]
     "tests/commands/test_signals.py",  # [11]
-    "tests/engines/suppression/test_suppression.py",  # [10]
-    "tests/engines/intervals/test_intervals.py",  # [10]
-    "tests/runs/test_census_protect.py",  # [9]
-    "tests/hostile/test_injection.py",  # [9]
+    "tests/engines/suppression/test_suppression.py",  # [11]
+    "tests/runs/test_census_protect.py",  # [10]
+    "tests/engines/ckm/test_posterior.py",  # [9]
+    "tests/engines/intervals/test_intervals.py",  # [9]
+    "tests/engines/intervals/test_reach.py",  # [9]
+    "tests/hostile/test_injection.py",  # [8]
+    "tests/experiments/test_experiments.py",  # [8]
     "tests/peers/test_easysdctable_peer.py",  # [8]
-    "tests/engines/intervals/test_reach.py",  # [8]
-    "tests/engines/census/test_census_oracle.py",  # [8]
 )
 
 
