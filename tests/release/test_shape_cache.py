@@ -237,6 +237,10 @@ def test_the_memory_is_bounded_and_keeps_no_long_statement(monkeypatch: pytest.M
         assert len(module._remembered) <= 5
     kept = [sql for _, sql in module._remembered]
     assert kept == [f"SELECT COUNT(*) FROM t WHERE age > {i}" for i in range(7, 12)]
+    parser.parse("SELECT COUNT(*) FROM t WHERE age > 7")  # used again: kept the longest now
+    parser.parse("SELECT COUNT(*) FROM t WHERE age > 99")
+    kept = [sql for _, sql in module._remembered]
+    assert kept == [f"SELECT COUNT(*) FROM t WHERE age > {i}" for i in (9, 10, 11, 7, 99)]
     long = "SELECT COUNT(*) FROM t WHERE " + " OR ".join(f"age = {i}" for i in range(400))
     assert len(long) > module.REMEMBERED_LENGTH
     assert parser.parse(long) == parse_query(long, SCHEMA)

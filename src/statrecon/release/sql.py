@@ -798,10 +798,11 @@ SHAPE_LITERALS = 1_000
 
 # Statements this process has parsed, by (schema, text): the same release read again (a
 # notebook, an experiment's runs, a rerun in one session) parses nothing twice. A Query is
-# frozen and depends on nothing but the text and the schema; short statements only, and at
-# most REMEMBERED of them (the oldest go first).
-REMEMBERED = 4096
-REMEMBERED_LENGTH = 2000
+# frozen and depends on nothing but the text and the schema. Short statements only (a Query
+# of 500 characters holds about 11 KiB), at most REMEMBERED of them (about 20 MiB at most);
+# the least recently used go first.
+REMEMBERED = 2048
+REMEMBERED_LENGTH = 500
 _remembered: dict[tuple[str, str], Query] = {}
 _remembered_lock = threading.Lock()
 
@@ -823,13 +824,16 @@ class QueryParser:
         if len(sql) > REMEMBERED_LENGTH:
             return self._parse(sql)
         key = (self._schema_key, sql)
-        query = _remembered.get(key)
-        if query is None:
-            query = self._parse(sql)
-            with _remembered_lock:
-                if len(_remembered) >= REMEMBERED:
-                    _remembered.pop(next(iter(_remembered)))
-                _remembered[key] = query
+        with _remembered_lock:
+            query = _remembered.pop(key, None)
+            if query is not None:
+                _remembered[key] = query  # now the most recently used
+                return query
+        query = self._parse(sql)
+        with _remembered_lock:
+            if key not in _remembered and len(_remembered) >= REMEMBERED:
+                _remembered.pop(next(iter(_remembered)))
+            _remembered[key] = query
         return query
 
     def _parse(self, sql: str) -> Query:
