@@ -78,3 +78,41 @@ def test_bad_options(args: tuple[str, ...], message: str, tmp_path: Path, truth:
                      tmp_path / "x")
     assert_user_error(proc, message)
     assert not (tmp_path / "x" / "summary.json").exists()
+
+
+@pytest.mark.parametrize("meta", [
+    None, [1, 2], {"tracts": [1]}, {"tracts": {"t": "x"}},
+    {"tracts": {"t": {"solve_s": "1e9", "certify_s": [1], "sample_s": True}}},
+    {"tracts": {"t": {"solve_s": -5, "certify_s": float("nan")}}},
+    {"tract_seconds": "fast"},
+])
+def test_tampered_timings_count_as_none(tmp_path: Path, meta: object) -> None:
+    """The timings read back from a run's own files (a resumed experiment reads what is in
+    its folder): a record of another shape counts as no time, never a traceback; good
+    records beside it still count."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from statrecon.experiments.dp_census import (
+        CERTAIN_KEY,
+        STORE_KEY,
+        _certain_seconds,
+        tract_seconds,
+    )
+
+    def stored(key: bytes, data: object) -> Path:
+        path = tmp_path / f"{len(list(tmp_path.iterdir()))}.parquet"
+        table = pa.table({"x": [1]})
+        if data is not None:
+            table = table.replace_schema_metadata({key: json.dumps(data).encode()})
+        pq.write_table(table, path)
+        return path
+
+    zero = {"tracts_solve": 0.0, "tracts_certify": 0.0, "tracts_sample": 0.0}
+    assert tract_seconds(stored(STORE_KEY, meta)) == zero
+    assert _certain_seconds(stored(CERTAIN_KEY, meta)) == 0.0
+    good = {"tracts": {"a": {"solve_s": 1.5, "certify_s": 2, "sample_s": 0.25},
+                       "b": {"solve_s": "x"}}}
+    assert tract_seconds(stored(STORE_KEY, good)) == {
+        "tracts_solve": 1.5, "tracts_certify": 2.0, "tracts_sample": 0.25}
+    assert _certain_seconds(stored(CERTAIN_KEY, {"tract_seconds": 3.25})) == 3.25

@@ -214,8 +214,16 @@ def tract_seconds(recon: Path) -> dict[str, float]:
     found = meta.get("tracts") if isinstance(meta, dict) else None
     tracts = [t for t in found.values() if isinstance(t, dict)] if isinstance(found, dict) \
         else []
-    return {f"tracts_{k}": round(sum(float(t.get(f"{k}_s", 0)) for t in tracts), 2)
+    return {f"tracts_{k}": round(sum(_seconds(t.get(f"{k}_s")) for t in tracts), 2)
             for k in ("solve", "certify", "sample")}
+
+
+def _seconds(value: object) -> float:
+    """A stored duration; anything but a finite number >= 0 (a tampered record) counts as
+    none: these are timings reported beside the results, never a result."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0.0
+    return float(value) if math.isfinite(value) and value >= 0 else 0.0
 
 
 def _certain_seconds(certain: Path | None) -> float:
@@ -224,7 +232,7 @@ def _certain_seconds(certain: Path | None) -> float:
         return 0.0
     meta = inputs.json_metadata(pq.read_schema(certain).metadata, CERTAIN_KEY, certain,
                                 "certain persons file")
-    return float(meta.get("tract_seconds", 0.0)) if isinstance(meta, dict) else 0.0
+    return _seconds(meta.get("tract_seconds")) if isinstance(meta, dict) else 0.0
 
 
 def run_experiment(truth: Path, out: Path, options: DpCensusOptions,
