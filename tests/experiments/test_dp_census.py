@@ -116,3 +116,18 @@ def test_tampered_timings_count_as_none(tmp_path: Path, meta: object) -> None:
     assert tract_seconds(stored(STORE_KEY, good)) == {
         "tracts_solve": 1.5, "tracts_certify": 2.0, "tracts_sample": 0.25}
     assert _certain_seconds(stored(CERTAIN_KEY, {"tract_seconds": 3.25})) == 3.25
+
+
+@pytest.mark.parametrize("stored", [
+    "{bad", "[1, 2]", '{"rho": "inf"}', '{"rho": "10", "scores": {}}',
+])
+def test_a_changed_step_file_is_one_line_on_resume(tmp_path: Path, stored: str) -> None:
+    """A rerun resumes from the steps' files in its folder: one changed by hand (not JSON,
+    not an object, another rho's, missing what the summary reads) is one line naming it,
+    exit 1, never a traceback."""
+    out = tmp_path / "exp"
+    args = ("experiment", "dp-census", "--rho", "inf", "--truth", SLICE, "--out", out,
+            "--workers", "1")
+    (out / "rho_inf").mkdir(parents=True)
+    (out / "rho_inf" / "compare.json").write_text(stored)
+    assert_user_error(statrecon(*args), "compare.json")

@@ -180,3 +180,25 @@ def test_swapping_by_the_rate_alone_moves_the_rate(rate: float) -> None:
     assert "counted below" not in protect_census(persons, by_rate.protect).statement
     assert "every unit counted below 3 in its area" in protect_census(
         persons, CensusProtectOptions("swap", rate=rate)).statement
+
+
+@pytest.mark.parametrize("stored", [
+    "{bad", "[]", '{"key": "ckm_D2"}', '{"key": "swap_0.5", "method": "swap"}',
+    None,  # the right row with a number turned into text
+])
+def test_a_changed_row_is_one_line_on_resume(
+        truth: Path, experiment: tuple[Path, list[dict[str, object]]], tmp_path: Path,
+        stored: str | None) -> None:
+    """A rerun resumes from the settings' rows in its folder: one changed by hand is one
+    line naming it, exit 1, never a traceback in the table or the figure."""
+    import shutil
+
+    out = tmp_path / "exp"
+    shutil.copytree(experiment[0], out)
+    row = out / "swap_0.5" / "row.json"
+    if stored is None:
+        data = json.loads(row.read_text())
+        stored = json.dumps({**data, "mae": "0.03"})
+    row.write_text(stored)
+    assert_user_error(statrecon("experiment", "protections", *SETTINGS, "--truth", truth,
+                                "--out", out, "--rho", "none"), "row.json")

@@ -441,6 +441,8 @@ OWN_FILES = {
     "experiments/dp_census.py": "the experiment's own step files, resumed",
     "experiments/protections.py": "the experiment's own rows, resumed (the truth through "
                                   "census/persons/swap.read_persons)",
+    "experiments/stored.py": "an experiment's own step files, resumed through inputs.read_json "
+                             "and checked by use (tests/experiments: a changed one is one line)",
     "experiments/census_scores.py": "claims files, checked as evidence (test_census_noise_inputs)",
     "commands/claims.py": "the experiment's own results.md, printed",
     "census/descriptors.py": "package data",

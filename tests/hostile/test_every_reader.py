@@ -173,7 +173,7 @@ def test_an_output_is_never_an_input(run_cli: CliRunner, tmp_path: Path,
 # read_release, is not itself a reader)
 READING_CALLS = {"read_text", "read_bytes", "read_columnar", "read_frame", "read_yaml",
                  "admit", "named_file", "check_csv_header", "read_table", "read_schema",
-                 "read_parquet", "read_csv", "open_csv", "ParquetFile"}
+                 "read_parquet", "read_csv", "open_csv", "ParquetFile", "read_json"}
 
 
 def _reads_files(path: Path) -> bool:

@@ -38,6 +38,7 @@ from statrecon.errors import (
     check_time_limit,
 )
 from statrecon.experiments.census_match import compare
+from statrecon.experiments.stored import read_step, write_step
 from statrecon.outputs import write_atomically
 from statrecon.report.dp_census import markdown, plot
 from statrecon.runs.census import reconstruct_release
@@ -132,8 +133,7 @@ def check_params(out: Path, params: dict[str, Any]) -> None:
                                  f"{json.dumps(old)[:200]}); give another --out, or the same "
                                  "settings to resume it")
         return
-    text = json.dumps(params, indent=2) + "\n"
-    write_atomically(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+    write_step(path, params)
 
 
 def _release(truth: Path, rho: float, seed: int, path: Path) -> Path:
@@ -150,11 +150,6 @@ def _release(truth: Path, rho: float, seed: int, path: Path) -> Path:
     return path
 
 
-def _json(path: Path, data: Any) -> None:
-    text = json.dumps(data, indent=2) + "\n"
-    write_atomically(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
-
-
 Say = Callable[[str], None]
 
 
@@ -166,8 +161,14 @@ def run_rho(truth: Path, rho: float, out: Path, options: DpCensusOptions,
     folder.mkdir(parents=True, exist_ok=True)
     compared = folder / "compare.json"
     if compared.exists():
-        data: dict[str, Any] = json.loads(compared.read_text(encoding="utf-8"))
-        return data
+        label = rho_label(rho)
+
+        def check(data: dict[str, Any]) -> None:
+            if data["rho"] != label:
+                raise ValueError(f"rho {str(data['rho'])[:20]}, not {label}")
+            markdown([summary_row(data)], "")  # what the summary does with it
+
+        return read_step(compared, "comparison", check)
     note = say or (lambda _text: None)
     note(f"rho = {rho_label(rho)}: noisy measurements")
     release = read_release(_release(truth, rho, options.seed, folder / "release.parquet"))
@@ -202,7 +203,7 @@ def run_rho(truth: Path, rho: float, out: Path, options: DpCensusOptions,
     result["seconds"] = {"reconstruct": round(recon_s, 2), "certain": round(certain_s, 2),
                          **tract_seconds(recon),
                          "tracts_certain": _certain_seconds(certain)}
-    _json(compared, result)
+    write_step(compared, result)
     return result
 
 
@@ -247,7 +248,7 @@ def run_experiment(truth: Path, out: Path, options: DpCensusOptions,
     _check_params(out, truth, options)
     rows = [summary_row(run_rho(truth, rho, out, options, progress, say))
             for rho in options.rhos]
-    _json(out / SUMMARY_FILE, {"truth": truth.name, "seed": options.seed,
+    write_step(out / SUMMARY_FILE, {"truth": truth.name, "seed": options.seed,
                                "rank": options.rank, "delta": options.delta, "rows": rows})
     plot(rows, out / FIGURE_FILE)
     header = (f"# DP census experiment: {truth.name}, seed {options.seed}, K = {options.rank} "

@@ -32,7 +32,6 @@ setting whose row is there (DP's steps resume as the DP experiment's do).
 from __future__ import annotations
 
 import hashlib
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -50,6 +49,7 @@ from statrecon.engines.census import DEFAULT_TRACT_TIME_LIMIT, CensusOptions
 from statrecon.errors import StatreconError, check_count, check_option
 from statrecon.experiments import dp_census
 from statrecon.experiments.census_match import compare
+from statrecon.experiments.stored import read_step, write_step
 from statrecon.outputs import write_atomically
 from statrecon.report.protections import markdown, plot
 from statrecon.runs.census import reconstruct_release
@@ -225,11 +225,6 @@ def as_release(protected: ProtectedCensus, folder: Path) -> CensusRelease | None
 Say = Callable[[str], None]
 
 
-def _json(path: Path, data: Any) -> None:
-    text = json.dumps(data, indent=2) + "\n"
-    write_atomically(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
-
-
 def _reconstructed(truth_path: Path, release: CensusRelease | None, folder: Path,
                    options: ProtectionsOptions) -> dict[str, Any] | None:
     """The reconstruction of ``release`` scored against the truth (None: none to run)."""
@@ -364,7 +359,7 @@ def run_experiment(truth_path: Path, out: Path, options: ProtectionsOptions,
     for k, setting in enumerate(todo):
         path = out / setting.key / ROW_FILE
         if path.exists():
-            rows.append(json.loads(path.read_text(encoding="utf-8")))
+            rows.append(read_step(path, "result", _resumable(setting.key)))
         else:
             if truth is None:
                 cells = count_cells()
@@ -376,12 +371,12 @@ def run_experiment(truth_path: Path, out: Path, options: ProtectionsOptions,
                 run_protected(truth_path, persons, truth, setting, out, options)
             row["seconds"] = round(time.perf_counter() - t0, 2)
             (out / setting.key).mkdir(parents=True, exist_ok=True)
-            _json(path, row)
+            write_step(path, row)
             rows.append(row)
         if progress:
             progress(Step(k + 1, len(todo), sum(r["certain"] or 0 for r in rows),
                           setting.key))
-    _json(out / SUMMARY_FILE, {"truth": truth_path.name, "seed": options.seed,
+    write_step(out / SUMMARY_FILE, {"truth": truth_path.name, "seed": options.seed,
                                "rank": options.rank, "delta": options.delta, "rows": rows})
     plot(rows, out / FIGURE_FILE)
     header = (f"# Protections compared: {truth_path.name}, seed {options.seed}, K = "
@@ -389,6 +384,15 @@ def run_experiment(truth_path: Path, out: Path, options: ProtectionsOptions,
     text = markdown(rows, header)
     write_atomically(out / README_FILE, lambda tmp: tmp.write_text(text, encoding="utf-8"))
     return rows
+
+
+def _resumable(key: str) -> Callable[[dict[str, Any]], None]:
+    """The check of a stored row: this setting's, and one the table and figure take."""
+    def check(row: dict[str, Any]) -> None:
+        if row["key"] != key:
+            raise ValueError(f"key {str(row['key'])[:40]}, not {key}")
+        markdown([row], "")  # every figure the table and the plot show, formatted
+    return check
 
 
 LEGEND = ("Utility: mean absolute error of every published count cell (block and tract; a "
